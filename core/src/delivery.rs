@@ -1,0 +1,221 @@
+//! What a provider hands over after verification.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use time::OffsetDateTime;
+
+/// The key a delivery is deduplicated on: the provider's stable delivery id, scoped
+/// by the source (the receiving endpoint) and, where the provider names one, the
+/// tenant (Shopify's shop domain).
+///
+/// Never a signature or a signed timestamp: both change on every retry.
+///
+/// # Examples
+/// ```
+/// use hookbox_core::DedupeKey;
+/// let key = DedupeKey::new("shopify", "shopify", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
+///     .with_tenant("shop.myshopify.com");
+/// assert_eq!(key.scope(), "shopify/shop.myshopify.com");
+/// assert_eq!(key.to_string(), "shopify/shop.myshopify.com/shopify/b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DedupeKey {
+    source: String,
+    tenant: Option<String>,
+    provider: &'static str,
+    delivery_id: String,
+}
+
+impl DedupeKey {
+    /// A key for `delivery_id` from `provider`, received at `source`.
+    pub fn new(
+        source: impl Into<String>,
+        provider: &'static str,
+        delivery_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            source: source.into(),
+            tenant: None,
+            provider,
+            delivery_id: delivery_id.into(),
+        }
+    }
+
+    /// Scopes the key to a tenant inside the source.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Returns the receiving endpoint's name.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Returns the tenant, where the provider names one.
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
+    }
+
+    /// Returns the provider's name (`"stripe"`, `"shopify"`, …).
+    pub fn provider(&self) -> &'static str {
+        self.provider
+    }
+
+    /// Returns the provider's stable delivery id.
+    pub fn delivery_id(&self) -> &str {
+        &self.delivery_id
+    }
+
+    /// Returns `source` or `source/tenant`: the first column of a store's unique key.
+    pub fn scope(&self) -> String {
+        match &self.tenant {
+            Some(tenant) => format!("{}/{tenant}", self.source),
+            None => self.source.clone(),
+        }
+    }
+}
+
+impl fmt::Display for DedupeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)?;
+        if let Some(tenant) = &self.tenant {
+            write!(f, "/{tenant}")?;
+        }
+        write!(f, "/{}/{}", self.provider, self.delivery_id)
+    }
+}
+
+/// A delivery whose signature verified over its raw bytes.
+///
+/// It keeps the exact bytes that were signed and the headers needed to verify them
+/// again (an inbox stores both), plus what the provider says about the event. The
+/// body is parsed only when asked ([`VerifiedDelivery::json`]): verification never
+/// depends on the payload's shape, so a new event type or API version still verifies.
+pub struct VerifiedDelivery {
+    key: DedupeKey,
+    correlation_id: Option<String>,
+    event_type: Option<String>,
+    signed_at: Option<OffsetDateTime>,
+    body: Bytes,
+    headers: HeaderMap,
+    json: OnceLock<Option<serde_json::Value>>,
+}
+
+impl VerifiedDelivery {
+    /// Assembles a delivery. For [`Provider`](crate::Provider) implementations:
+    /// building one by hand skips verification.
+    pub fn new(key: DedupeKey, body: Bytes, headers: HeaderMap) -> Self {
+        Self {
+            key,
+            correlation_id: None,
+            event_type: None,
+            signed_at: None,
+            body,
+            headers,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// Sets the id that ties several deliveries of one change together.
+    pub fn with_correlation_id(mut self, id: Option<String>) -> Self {
+        self.correlation_id = id;
+        self
+    }
+
+    /// Sets the provider's event type (`payment_intent.succeeded`, `orders/create`, …).
+    pub fn with_event_type(mut self, event_type: Option<String>) -> Self {
+        self.event_type = event_type;
+        self
+    }
+
+    /// Sets the timestamp the provider signed.
+    pub fn with_signed_at(mut self, at: Option<OffsetDateTime>) -> Self {
+        self.signed_at = at;
+        self
+    }
+
+    /// Returns the provider's name.
+    pub fn provider(&self) -> &'static str {
+        self.key.provider()
+    }
+
+    /// Returns the key to deduplicate on.
+    pub fn dedupe_key(&self) -> &DedupeKey {
+        &self.key
+    }
+
+    /// Returns the id shared by deliveries of one change, where the provider has one:
+    /// Shopify's `X-Shopify-Event-Id`, Stripe's `data.object.id:type`.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.correlation_id.as_deref()
+    }
+
+    /// Returns the provider's event type, where it sends one outside the payload or
+    /// in a field verification already read.
+    pub fn event_type(&self) -> Option<&str> {
+        self.event_type.as_deref()
+    }
+
+    /// Returns the signed timestamp, for providers that sign one.
+    pub fn signed_at(&self) -> Option<OffsetDateTime> {
+        self.signed_at
+    }
+
+    /// Returns the raw body exactly as it was signed.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// Returns the headers needed to verify the body again.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// Returns the body parsed as JSON, parsing it on first use; `None` when the body
+    /// is not JSON (the delivery is still verified; [`VerifiedDelivery::parse`] says why).
+    pub fn json(&self) -> Option<&serde_json::Value> {
+        self.json
+            .get_or_init(|| serde_json::from_slice(&self.body).ok())
+            .as_ref()
+    }
+
+    /// Deserializes the body into your own type.
+    ///
+    /// # Errors
+    /// The body does not match `T`; the delivery is still verified.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.body)
+    }
+}
+
+impl Clone for VerifiedDelivery {
+    fn clone(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            correlation_id: self.correlation_id.clone(),
+            event_type: self.event_type.clone(),
+            signed_at: self.signed_at,
+            body: self.body.clone(),
+            headers: self.headers.clone(),
+            json: self.json.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for VerifiedDelivery {
+    // the body may hold personal data; print its length, not its bytes
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerifiedDelivery")
+            .field("key", &self.key)
+            .field("correlation_id", &self.correlation_id)
+            .field("event_type", &self.event_type)
+            .field("signed_at", &self.signed_at)
+            .field("body_len", &self.body.len())
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}

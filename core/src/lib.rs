@@ -1,0 +1,57 @@
+//! The core of hookbox: receive webhooks exactly once.
+//!
+//! Every webhook sender delivers at least once: retries, lost acknowledgements, manual
+//! resends and concurrent copies are normal operation. hookbox turns that into
+//! exactly-once side effects in three steps:
+//!
+//! 1. a [`Provider`] verifies the signature over the raw bytes and yields a
+//!    [`VerifiedDelivery`] with the provider's stable [`DedupeKey`];
+//! 2. a store claims that key with a UNIQUE insert in the same transaction as your
+//!    side effect (the store crates: `hookbox-sqlite`, `hookbox-diesel-pg`);
+//! 3. keys are kept at least as long as the provider can resend ([`Retention`]).
+//!
+//! This crate holds the shared types; pick a provider crate (`hookbox-stripe`,
+//! `hookbox-shopify`, `hookbox-github`, `hookbox-svix`, `hookbox-standard`) to verify.
+//!
+//! # Examples
+//! A provider is used through this crate's trait, so code that routes several
+//! endpoints can hold `&dyn Provider`:
+//! ```
+//! use bytes::Bytes;
+//! use hookbox_core::{Provider, VerifiedDelivery, VerifyError};
+//! use http::HeaderMap;
+//! use time::OffsetDateTime;
+//!
+//! fn receive(
+//!     provider: &dyn Provider,
+//!     headers: &HeaderMap,
+//!     body: Bytes,
+//! ) -> Result<VerifiedDelivery, (http::StatusCode, String)> {
+//!     provider
+//!         .verify(headers, body, OffsetDateTime::now_utc())
+//!         .map_err(|err: VerifyError| (err.http_status(), err.to_string()))
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+mod clock;
+mod delivery;
+mod error;
+mod provider;
+mod retention;
+mod secret;
+mod signer;
+pub mod support;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use delivery::{DedupeKey, VerifiedDelivery};
+pub use error::VerifyError;
+pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
+pub use retention::Retention;
+pub use secret::{Secret, Secrets};
+pub use signer::{SignedHeaders, Signer};
+
+// re-exported so provider crates and users build headers and bodies with one version
+pub use bytes;
+pub use http;
+pub use time;
