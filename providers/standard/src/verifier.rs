@@ -1,0 +1,143 @@
+//! The provider: verifying deliveries of one [`Scheme`].
+
+use hookbox_core::bytes::Bytes;
+use hookbox_core::http::HeaderMap;
+use hookbox_core::support::{any_key_matches, diagnose_mismatch, keep_headers, parse_unix_seconds};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    DedupeKey, Provider, Retention, Secrets, VerifiedDelivery, VerifyError, VerifyOptions,
+};
+
+use crate::keys::{Key, Role, VerifyKeys, decode};
+use crate::signature::{self, Received};
+use crate::{SCHEME, Scheme, scheme};
+
+/// Verifies Standard Webhooks deliveries (or, built [`with_scheme`](Standard::with_scheme),
+/// any sender of the scheme).
+#[derive(Debug, Clone)]
+pub struct Standard {
+    scheme: Scheme,
+    secrets: Secrets,
+    keys: VerifyKeys,
+    options: VerifyOptions,
+}
+
+impl Standard {
+    /// Accepts deliveries signed with any of `secrets`: `whsec_` HMAC secrets (`v1`)
+    /// and `whpk_` ed25519 public keys (`v1a`), mixed freely, several during a
+    /// rotation.
+    ///
+    /// # Errors
+    /// [`VerifyError::InvalidSecret`] when no secret is given, or one is blank,
+    /// contains whitespace, is not base64 after its prefix or decodes to nothing, or is
+    /// a `whpk_` key that is not a valid 32-byte ed25519 public key.
+    pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
+        Self::with_scheme(SCHEME, secrets)
+    }
+
+    /// Accepts deliveries of another sender of the scheme, such as Svix.
+    ///
+    /// # Errors
+    /// As [`Standard::new`]; `whpk_` keys are refused when the scheme has no `v1a`.
+    pub fn with_scheme(scheme: Scheme, secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
+        let secrets = secrets.into();
+        Ok(Self {
+            keys: VerifyKeys::new(&scheme, &secrets)?,
+            scheme,
+            secrets,
+            options: VerifyOptions::default(),
+        })
+    }
+
+    /// Replaces the default options (tolerance, body limit, source name).
+    pub fn with_options(mut self, options: VerifyOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Returns the scheme this provider verifies.
+    pub fn scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// Explains why no key matched.
+    fn mismatch_hint(&self, received: &Received, id: &str, timestamp: &str, body: &[u8]) -> String {
+        if received.v1.is_empty() && self.keys.ed25519.is_empty() {
+            return "the list holds only `v1a` (ed25519) signatures and no `whpk_` public key is configured; add the sender's `whpk_` key".to_string();
+        }
+        if received.v1a.is_empty() && self.keys.hmac.is_empty() {
+            return "the list holds only `v1` (HMAC) signatures and no `whsec_` secret is configured; add the endpoint's `whsec_` secret".to_string();
+        }
+        // a secret with whitespace never gets here (it is an InvalidSecret when the
+        // provider is built), so the hint is about the body or the wrong secret
+        diagnose_mismatch(&self.secrets, body, |candidate, body| {
+            let mut keys = VerifyKeys::default();
+            match decode(&self.scheme, candidate, Role::Verify) {
+                Ok(Key::Hmac(key)) => keys.hmac.push(key),
+                Ok(Key::Public(key)) => keys.ed25519.push(key),
+                Ok(Key::Signing(_)) | Err(_) => return false,
+            }
+            matches(&keys, received, id, timestamp, body)
+        })
+    }
+}
+
+/// Returns `true` when any key verifies any signature over `"{id}.{timestamp}.{body}"`.
+fn matches(keys: &VerifyKeys, received: &Received, id: &str, timestamp: &str, body: &[u8]) -> bool {
+    // the id and timestamp are signed as the header text, never re-formatted
+    let parts = [id.as_bytes(), b".", timestamp.as_bytes(), b".", body];
+    if any_key_matches(&keys.hmac, &parts, &received.v1) {
+        return true;
+    }
+    if keys.ed25519.is_empty() || received.v1a.is_empty() {
+        return false;
+    }
+    // ed25519 signs one contiguous message; build it once for every key
+    let message = parts.concat();
+    keys.ed25519.iter().any(|key| {
+        received
+            .v1a
+            .iter()
+            .any(|signature| key.verify_strict(&message, signature).is_ok())
+    })
+}
+
+impl Provider for Standard {
+    fn name(&self) -> &'static str {
+        self.scheme.name
+    }
+
+    fn min_retention(&self) -> Retention {
+        self.scheme.min_retention
+    }
+
+    fn options(&self) -> &VerifyOptions {
+        &self.options
+    }
+
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<VerifiedDelivery, VerifyError> {
+        self.options.check_body(&body)?;
+        let id = scheme::require(headers, self.scheme.id)?;
+        let timestamp = scheme::require(headers, self.scheme.timestamp)?;
+        let signature = scheme::require(headers, self.scheme.signature)?;
+        let signed_unix = parse_unix_seconds(timestamp.spec.label(), timestamp.value)?;
+        let received =
+            signature::parse(signature.spec.label(), signature.value, self.scheme.ed25519)?;
+
+        if !matches(&self.keys, &received, id.value, timestamp.value, &body) {
+            let hint = self.mismatch_hint(&received, id.value, timestamp.value, &body);
+            return Err(VerifyError::SignatureMismatch { hint });
+        }
+        let signed_at = self.options.check_timestamp(signed_unix, now)?;
+
+        let name = self.scheme.name;
+        let key = DedupeKey::new(self.options.source_or(name), name, id.value);
+        let kept = keep_headers(headers, &[id.spec, timestamp.spec, signature.spec]);
+        Ok(VerifiedDelivery::new(key, body, kept).with_signed_at(Some(signed_at)))
+    }
+}
