@@ -1,2 +1,73 @@
-//! Being written.
-fn main() {}
+//! `hookbox`: verify and sign webhook deliveries from the command line.
+//!
+//! `hookbox verify` answers the most common webhook support question, "why does this
+//! signature not verify?", with one JSON line whose shape is a stable contract (the
+//! design rules' "Command-line contract"). `hookbox sign` prints the headers a provider
+//! would send, in the `Name: value` form that `curl -H` and `hookbox verify --header`
+//! take unchanged.
+//!
+//! Exit status: 0 success, 1 the delivery (or the secret) was rejected, 2 usage error.
+#![forbid(unsafe_code)]
+
+mod providers;
+mod sign;
+mod verify;
+
+use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hookbox_core::bytes::Bytes;
+
+/// Verify and sign webhook deliveries as Stripe, Shopify, GitHub, Svix and Standard
+/// Webhooks send them.
+#[derive(Debug, Parser)]
+#[command(name = "hookbox", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify a delivery's signature and print one JSON line saying why it passes or fails.
+    #[command(after_help = verify::AFTER_HELP)]
+    Verify(verify::VerifyArgs),
+    /// Print the headers a provider would send with a body, one `Name: value` per line.
+    #[command(after_help = sign::AFTER_HELP)]
+    Sign(sign::SignArgs),
+}
+
+/// The exit status of a usage error, the same as clap's own.
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match &cli.command {
+        Command::Verify(args) => verify::run(args),
+        Command::Sign(args) => sign::run(args),
+    };
+    outcome.unwrap_or_else(|err| {
+        eprintln!("error: {err}");
+        eprintln!("\nFor more information, try '--help'.");
+        ExitCode::from(USAGE_ERROR)
+    })
+}
+
+/// A command line that cannot be run as given: exit status 2, a message on stderr.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Reads the body file as raw bytes: never trimmed, decoded or size-limited.
+fn read_body(path: &Path) -> Result<Bytes, UsageError> {
+    std::fs::read(path)
+        .map(Bytes::from)
+        .map_err(|err| UsageError(format!("cannot read --body-file {}: {err}", path.display())))
+}

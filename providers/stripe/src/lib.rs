@@ -1,1 +1,278 @@
-//! Being written.
+//! Stripe webhooks for hookbox.
+//!
+//! | fact | value | source |
+//! |---|---|---|
+//! | signature | `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]`; only `v1` is accepted ("ignore all schemes that aren't `v1`"; `v0` is sent in test mode only) | [Verify webhook signatures manually](https://docs.stripe.com/webhooks#verify-manually) |
+//! | signed content | `"{t}.{raw body}"`, HMAC-SHA256 keyed with the whole endpoint secret `whsec_…` as text, hex | same section |
+//! | rotation | while an old secret is still valid, one header carries one `v1` per secret | [Roll endpoint secrets](https://docs.stripe.com/webhooks#roll-endpoint-secrets) |
+//! | timestamp | signed; Stripe's libraries allow 5 minutes either way (the default here) | [Prevent replay attacks](https://docs.stripe.com/webhooks#replay-attacks) |
+//! | dedupe key | the event `id` in the JSON body ("track event IDs to identify duplicate deliveries"); a retry gets a new signature and timestamp, never a new id | [Handle duplicate events](https://docs.stripe.com/webhooks#handle-duplicate-events) |
+//! | correlation | `data.object.id` + `type`: "in some cases, two separate Event objects are generated and sent" for one change | same section |
+//! | retention minimum | 30 days: the Stripe CLI resends "events that have been created within the last 30 days" (the Dashboard allows 15) | [`stripe events resend`](https://docs.stripe.com/cli/events/resend), [Process undelivered events](https://docs.stripe.com/webhooks/process-undelivered-events) |
+//!
+//! Verification checks, in order: the body size, the header's shape, the signature
+//! over the raw bytes, the timestamp window, then the body: an empty or non-JSON body
+//! is [`VerifyError::MalformedBody`], a body without a string `id` is
+//! [`VerifyError::MissingDedupeKey`]. Only `id`, `type` and `data.object.id` are read;
+//! the rest of the payload is skipped, so a new event type or API version verifies.
+//!
+//! # Examples
+//! A delivery signed at `t=1614265330` (the hex computed once with Python's `hmac`)
+//! verifies at that time:
+//! ```
+//! use hookbox_core::{Provider, http::HeaderMap, time::OffsetDateTime};
+//! use hookbox_stripe::Stripe;
+//!
+//! let stripe = Stripe::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")?;
+//! let body = r#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent"}}}"#;
+//! let mut headers = HeaderMap::new();
+//! headers.insert(
+//!     "Stripe-Signature",
+//!     "t=1614265330,v1=529b1e193450b767746621c2d9203444b7a013e87d5e726a524e7007d7a69b52".parse()?,
+//! );
+//!
+//! let now = OffsetDateTime::from_unix_timestamp(1_614_265_330)?;
+//! let delivery = stripe.verify(&headers, body.into(), now)?;
+//! assert_eq!(delivery.dedupe_key().delivery_id(), "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+//! assert_eq!(delivery.event_type(), Some("payment_intent.succeeded"));
+//! assert_eq!(delivery.correlation_id(), Some("pi_3NG8Du2eZvKYlo2C1:payment_intent.succeeded"));
+//!
+//! // five minutes and one second later the same delivery is a replay
+//! let later = OffsetDateTime::from_unix_timestamp(1_614_265_631)?;
+//! let err = stripe.verify(&headers, body.into(), later).unwrap_err();
+//! assert_eq!(err.kind(), "timestamp_too_old");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Sign your own test deliveries with [`StripeSigner`]; with two secrets it signs as
+//! Stripe does during a rotation, and a receiver holding either secret accepts:
+//! ```
+//! use hookbox_core::{Provider, Signer, time::OffsetDateTime};
+//! use hookbox_stripe::{Stripe, StripeSigner};
+//!
+//! let signer = StripeSigner::new(["whsec_old", "whsec_new"])?;
+//! let body = br#"{"id":"evt_test","type":"invoice.paid"}"#;
+//! let now = OffsetDateTime::now_utc();
+//! let headers = signer.sign("", now.unix_timestamp(), body).to_header_map();
+//! let delivery = Stripe::new("whsec_new")?.verify(&headers, body.as_slice().into(), now)?;
+//! assert_eq!(delivery.dedupe_key().delivery_id(), "evt_test");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod event;
+
+use hookbox_core::bytes::Bytes;
+use hookbox_core::http::HeaderMap;
+use hookbox_core::support::{
+    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, keep_headers,
+    parse_unix_seconds, text_hmac_keys,
+};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    DedupeKey, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery, VerifyError,
+    VerifyOptions,
+};
+
+/// The provider's name in dedupe keys and `hookbox verify --provider`.
+pub const NAME: &str = "stripe";
+
+/// Keys must outlive the 30 days in which the Stripe CLI can resend an event.
+pub const MIN_RETENTION: Retention = Retention::from_days(30);
+
+/// `Stripe-Signature`: `t=<unix seconds>` and one `v1=<hex>` per signing secret.
+pub const SIGNATURE: HeaderSpec = HeaderSpec::new("Stripe-Signature", "stripe-signature");
+
+/// Where the dedupe key lives: the event's top-level `id`.
+const ID_FIELD: &str = "id";
+
+/// Verifies Stripe deliveries.
+#[derive(Debug, Clone)]
+pub struct Stripe {
+    secrets: Secrets,
+    keys: Vec<HmacKey>,
+    options: VerifyOptions,
+}
+
+impl Stripe {
+    /// Accepts deliveries signed with any of `secrets`, each the whole `whsec_…` value
+    /// the Dashboard shows (several during a rotation).
+    ///
+    /// # Errors
+    /// [`VerifyError::InvalidSecret`] when no secret is given or one is blank.
+    pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
+        let secrets = secrets.into();
+        Ok(Self {
+            keys: text_hmac_keys(&secrets)?,
+            secrets,
+            options: VerifyOptions::default(),
+        })
+    }
+
+    /// Replaces the default options (tolerance, body limit, source name).
+    pub fn with_options(mut self, options: VerifyOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl Provider for Stripe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn min_retention(&self) -> Retention {
+        MIN_RETENTION
+    }
+
+    fn options(&self) -> &VerifyOptions {
+        &self.options
+    }
+
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<VerifiedDelivery, VerifyError> {
+        self.options.check_body(&body)?;
+        let header = SignatureHeader::parse(SIGNATURE.require(headers)?)?;
+
+        let t = header.timestamp_text;
+        if !any_key_matches(&self.keys, &signed_parts(t, &body), &header.signatures) {
+            let hint = diagnose_mismatch(&self.secrets, &body, |secret, body| {
+                let key = HmacKey::new(secret.as_bytes());
+                any_key_matches(&[key], &signed_parts(t, body), &header.signatures)
+            });
+            return Err(VerifyError::SignatureMismatch { hint });
+        }
+        let signed_at = self.options.check_timestamp(header.timestamp, now)?;
+
+        if body.is_empty() {
+            return Err(VerifyError::MalformedBody {
+                reason: "the body is empty; Stripe always sends a JSON event object".to_string(),
+            });
+        }
+        let event = event::parse(&body).map_err(|err| VerifyError::MalformedBody {
+            reason: format!("the body is not a JSON event object ({err})"),
+        })?;
+        // an empty id would make every such event a duplicate of the first
+        let Some(id) = event.id.get().filter(|id| !id.is_empty()) else {
+            return Err(VerifyError::MissingDedupeKey {
+                field: ID_FIELD.to_string(),
+            });
+        };
+        let key = DedupeKey::new(self.options.source_or(NAME), NAME, id);
+        let event_type = event.kind.get();
+        let correlation_id = event
+            .object_id()
+            .zip(event_type)
+            .map(|(object, kind)| format!("{object}:{kind}"));
+        let event_type = event_type.map(str::to_owned);
+
+        let kept = keep_headers(headers, &[&SIGNATURE]);
+        Ok(VerifiedDelivery::new(key, body, kept)
+            .with_event_type(event_type)
+            .with_correlation_id(correlation_id)
+            .with_signed_at(Some(signed_at)))
+    }
+}
+
+/// Returns the signed content `"{t}.{body}"` as parts, so the body is never copied.
+/// `t` is the timestamp as sent, never a re-formatted number.
+fn signed_parts<'a>(t: &'a str, body: &'a [u8]) -> [&'a [u8]; 3] {
+    [t.as_bytes(), b".", body]
+}
+
+/// The parts of a `Stripe-Signature` header that verification uses.
+struct SignatureHeader<'h> {
+    timestamp_text: &'h str,
+    timestamp: i64,
+    signatures: Vec<[u8; 32]>,
+}
+
+impl<'h> SignatureHeader<'h> {
+    /// Parses `t=…,v1=…[,v1=…][,v0=…]`: items are split at `,`, trimmed, and split at
+    /// their first `=`; items without `=` and schemes other than `t` and `v1` are
+    /// ignored.
+    fn parse(value: &'h str) -> Result<Self, VerifyError> {
+        let malformed = |reason: &str| VerifyError::malformed(SIGNATURE.label(), reason);
+        let mut timestamp = None;
+        let mut signatures = Vec::new();
+        let mut v1_entries = 0_usize;
+        for item in value.split(',') {
+            let Some((scheme, value)) = item.trim().split_once('=') else {
+                continue;
+            };
+            match scheme {
+                "t" if timestamp.is_some() => {
+                    return Err(malformed(
+                        "more than one `t=` timestamp; Stripe sends exactly one",
+                    ));
+                }
+                "t" => timestamp = Some((value, parse_unix_seconds(SIGNATURE.label(), value)?)),
+                "v1" => {
+                    v1_entries += 1;
+                    // one undecodable entry must not hide a valid one beside it
+                    signatures.extend(decode_hex_mac(value));
+                }
+                // `v0` is test-mode only, and accepting any other scheme would let a
+                // forger downgrade to it
+                _ => {}
+            }
+        }
+        let Some((timestamp_text, timestamp)) = timestamp else {
+            return Err(malformed(
+                "no `t=` timestamp; expected `t=<unix seconds>,v1=<hex>`",
+            ));
+        };
+        if v1_entries == 0 {
+            return Err(malformed(
+                "no `v1=` signature; `v0` (test mode only) and other schemes are not accepted",
+            ));
+        }
+        if signatures.is_empty() {
+            return Err(malformed("no `v1=` value is 64 hex digits"));
+        }
+        Ok(Self {
+            timestamp_text,
+            timestamp,
+            signatures,
+        })
+    }
+}
+
+/// Signs deliveries exactly as Stripe does, for tests.
+#[derive(Debug, Clone)]
+pub struct StripeSigner {
+    keys: Vec<HmacKey>,
+}
+
+impl StripeSigner {
+    /// Signs with every one of `secrets`: one `v1=` per secret, as Stripe does while an
+    /// old secret is still valid after a rotation.
+    ///
+    /// # Errors
+    /// [`VerifyError::InvalidSecret`] when no secret is given or one is blank.
+    pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
+        Ok(Self {
+            keys: text_hmac_keys(&secrets.into())?,
+        })
+    }
+}
+
+impl Signer for StripeSigner {
+    /// Signs `body` at `timestamp`; `id` is unused because Stripe's event id is in the
+    /// body.
+    fn sign(&self, _id: &str, timestamp: i64, body: &[u8]) -> SignedHeaders {
+        let t = timestamp.to_string();
+        let mut value = format!("t={t}");
+        for key in &self.keys {
+            value.push_str(",v1=");
+            value.push_str(&hex::encode(key.sign(&signed_parts(&t, body))));
+        }
+        let mut headers = SignedHeaders::default();
+        headers.push(SIGNATURE.label(), value);
+        headers
+    }
+}

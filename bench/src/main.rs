@@ -1,0 +1,201 @@
+//! Prints ns per verify for every provider, for a 1 KiB and a 64 KiB body, beside a bare
+//! pre-keyed HMAC-SHA256 over the same signed bytes and (with `--features
+//! svix-baseline`) the official `svix` crate's `Webhook::verify`.
+//!
+//! Run: `cargo run --release -p hookbox-bench --features svix-baseline`
+#![allow(clippy::print_stdout)] // printing the table is this binary's job
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use hookbox_core::bytes::Bytes;
+use hookbox_core::http::HeaderMap;
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{Provider, Signer};
+use sha2::Sha256;
+
+const TIMESTAMP: i64 = 1_790_000_000;
+const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+const HMAC_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// One provider's case: what to verify and which bytes a bare HMAC would cover.
+struct Case {
+    name: &'static str,
+    provider: Box<dyn Provider>,
+    headers: HeaderMap,
+    hmac_key: Vec<u8>,
+    signed_prefix: Vec<u8>,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sizes = [1024usize, 64 * 1024];
+    println!("hookbox verify benchmark (ns per verify, median of 7 runs of >= 200 ms each)");
+    println!(
+        "{:<10}{:>10}{:>12}{:>12}{:>9}{:>12}",
+        "provider", "body", "hookbox", "bare HMAC", "ratio", "svix crate"
+    );
+    for size in sizes {
+        let body = stripe_like_json(size);
+        for case in cases(&body)? {
+            let now = OffsetDateTime::from_unix_timestamp(TIMESTAMP)?;
+            let bytes = Bytes::from(body.clone());
+            // the bench is only meaningful if the deliveries verify
+            case.provider.verify(&case.headers, bytes.clone(), now)?;
+            let ours = measure(|| {
+                black_box(case.provider.verify(
+                    black_box(&case.headers),
+                    black_box(bytes.clone()),
+                    now,
+                ))
+                .is_ok()
+            });
+            let keyed = <Hmac<Sha256> as Mac>::new_from_slice(&case.hmac_key)?;
+            let bare = measure(|| {
+                let mut mac = keyed.clone();
+                mac.update(black_box(&case.signed_prefix));
+                mac.update(black_box(&body));
+                black_box(mac.finalize().into_bytes())[0] != 0
+            });
+            let svix = svix_baseline(case.name, &body)?
+                .map_or_else(|| "-".to_string(), |ns| format!("{ns:.0}"));
+            println!(
+                "{:<10}{:>10}{:>12.0}{:>12.0}{:>8.2}x{:>12}",
+                case.name,
+                format!("{} KiB", size / 1024),
+                ours,
+                bare,
+                ours / bare,
+                svix
+            );
+        }
+    }
+    Ok(())
+}
+
+fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
+    let ts = TIMESTAMP.to_string();
+    let standard_prefix = format!("{ID}.{ts}.").into_bytes();
+    let standard_key = base64::engine::general_purpose::STANDARD
+        .decode(HMAC_SECRET.trim_start_matches("whsec_"))?;
+    Ok(vec![
+        Case {
+            name: "stripe",
+            provider: Box::new(hookbox_stripe::Stripe::new(HMAC_SECRET)?),
+            headers: hookbox_stripe::StripeSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, body)
+                .to_header_map(),
+            hmac_key: HMAC_SECRET.as_bytes().to_vec(),
+            signed_prefix: format!("{ts}.").into_bytes(),
+        },
+        Case {
+            name: "shopify",
+            provider: Box::new(hookbox_shopify::Shopify::new(HMAC_SECRET)?),
+            headers: hookbox_shopify::ShopifySigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, body)
+                .to_header_map(),
+            hmac_key: HMAC_SECRET.as_bytes().to_vec(),
+            signed_prefix: Vec::new(),
+        },
+        Case {
+            name: "github",
+            provider: Box::new(hookbox_github::GitHub::new(HMAC_SECRET)?),
+            headers: hookbox_github::GitHubSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, body)
+                .to_header_map(),
+            hmac_key: HMAC_SECRET.as_bytes().to_vec(),
+            signed_prefix: Vec::new(),
+        },
+        Case {
+            name: "svix",
+            provider: Box::new(hookbox_svix::Svix::new(HMAC_SECRET)?),
+            headers: hookbox_svix::SvixSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, body)
+                .to_header_map(),
+            hmac_key: standard_key.clone(),
+            signed_prefix: standard_prefix.clone(),
+        },
+        Case {
+            name: "standard",
+            provider: Box::new(hookbox_standard::Standard::new(HMAC_SECRET)?),
+            headers: hookbox_standard::StandardSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, body)
+                .to_header_map(),
+            hmac_key: standard_key,
+            signed_prefix: standard_prefix,
+        },
+    ])
+}
+
+/// A Stripe-shaped event padded with many small fields to exactly `size` bytes, so
+/// that providers which read the JSON pay a realistic parsing cost.
+fn stripe_like_json(size: usize) -> Vec<u8> {
+    let head = r#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","type":"payment_intent.succeeded","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent","amount":2000,"currency":"usd","metadata":{"#;
+    let tail = r#"}}}}"#;
+    let mut json = head.to_string();
+    let mut i = 0;
+    loop {
+        let field = format!(r#""key_{i:04}":"value {i}","#);
+        if json.len() + field.len() + tail.len() + 8 > size {
+            break;
+        }
+        json.push_str(&field);
+        i += 1;
+    }
+    // pad the last value so the body is exactly `size` bytes
+    let pad = size - json.len() - tail.len() - r#""z":"""#.len();
+    json.push_str(&format!(r#""z":"{}""#, "x".repeat(pad)));
+    json.push_str(tail);
+    debug_assert_eq!(json.len(), size);
+    json.into_bytes()
+}
+
+/// Returns the median ns per call of `f` over 7 runs of at least 200 ms.
+fn measure(mut f: impl FnMut() -> bool) -> f64 {
+    let mut iters: u64 = 1;
+    loop {
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(f());
+        }
+        if start.elapsed() > Duration::from_millis(50) {
+            break;
+        }
+        iters *= 2;
+    }
+    iters *= 4;
+    let mut runs: Vec<f64> = (0..7)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(f());
+            }
+            start.elapsed().as_nanos() as f64 / iters as f64
+        })
+        .collect();
+    runs.sort_by(f64::total_cmp);
+    runs[3]
+}
+
+#[cfg(feature = "svix-baseline")]
+fn svix_baseline(name: &str, body: &[u8]) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    if name != "svix" {
+        return Ok(None);
+    }
+    let headers = hookbox_svix::SvixSigner::new(HMAC_SECRET)?
+        .sign(ID, TIMESTAMP, body)
+        .to_header_map();
+    let webhook = svix::webhooks::Webhook::new(HMAC_SECRET)?;
+    webhook.verify_ignoring_timestamp(body, &headers)?;
+    Ok(Some(measure(|| {
+        webhook
+            .verify_ignoring_timestamp(black_box(body), black_box(&headers))
+            .is_ok()
+    })))
+}
+
+#[cfg(not(feature = "svix-baseline"))]
+fn svix_baseline(_name: &str, _body: &[u8]) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    Ok(None)
+}
