@@ -13,7 +13,9 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum VerifyError {
     /// A header the provider always sends is absent (or empty).
-    #[error("missing header `{header}`: the provider always sends it; check that a proxy did not strip it")]
+    #[error(
+        "missing header `{header}`: the provider always sends it; check that a proxy did not strip it"
+    )]
     MissingHeader {
         /// The header name, as the provider documents it.
         header: String,
@@ -64,7 +66,9 @@ pub enum VerifyError {
         skew_secs: u64,
     },
     /// The delivery verified but carries no stable id to deduplicate on.
-    #[error("missing dedupe key: {field} is absent or not a string; without it retries cannot be recognised")]
+    #[error(
+        "missing dedupe key: {field} is absent or not a string; without it retries cannot be recognised"
+    )]
     MissingDedupeKey {
         /// Where the provider puts its delivery id.
         field: String,

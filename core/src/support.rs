@@ -69,9 +69,10 @@ impl HeaderSpec {
     /// # Errors
     /// [`VerifyError::MissingHeader`] when absent or empty, else as [`HeaderSpec::get`].
     pub fn require<'h>(&self, headers: &'h HeaderMap) -> Result<&'h str, VerifyError> {
-        self.get(headers)?.ok_or_else(|| VerifyError::MissingHeader {
-            header: self.label.to_string(),
-        })
+        self.get(headers)?
+            .ok_or_else(|| VerifyError::MissingHeader {
+                header: self.label.to_string(),
+            })
     }
 }
 
@@ -116,9 +117,9 @@ pub fn parse_unix_seconds(header: &str, value: &str) -> Result<i64, VerifyError>
             "the timestamp is not a whole number of seconds since the Unix epoch",
         ));
     }
-    value.parse::<i64>().map_err(|_| {
-        VerifyError::malformed(header, "the timestamp is too large to be a Unix time")
-    })
+    value
+        .parse::<i64>()
+        .map_err(|_| VerifyError::malformed(header, "the timestamp is too large to be a Unix time"))
 }
 
 /// An HMAC-SHA256 key with its key schedule computed once, at configuration time.
@@ -251,13 +252,17 @@ pub fn diagnose_mismatch(
     let body_hint = if trimmed.len() != body.len()
         && secrets.iter().any(|s| matches(s.expose(), trimmed))
     {
-        Some("the body gained trailing whitespace after it was signed; verify the raw bytes exactly as received")
+        Some(
+            "the body gained trailing whitespace after it was signed; verify the raw bytes exactly as received",
+        )
     } else if secrets.iter().any(|s| {
         let mut with_newline = body.to_vec();
         with_newline.push(b'\n');
         matches(s.expose(), &with_newline)
     }) {
-        Some("the body lost its trailing newline (was it trimmed?); verify the raw bytes exactly as received")
+        Some(
+            "the body lost its trailing newline (was it trimmed?); verify the raw bytes exactly as received",
+        )
     } else {
         None
     };
@@ -303,13 +308,25 @@ mod tests {
         assert!(decode_hex_mac(hex64).is_some());
         assert!(decode_hex_mac(&hex64.to_uppercase()).is_some());
         assert!(decode_hex_mac(&hex64[1..]).is_none(), "odd length");
-        assert!(decode_hex_mac(&hex64.replace('7', "g")).is_none(), "not hex");
+        assert!(
+            decode_hex_mac(&hex64.replace('7', "g")).is_none(),
+            "not hex"
+        );
     }
 
     #[test]
     fn timestamps_are_plain_digits() {
         assert_eq!(parse_unix_seconds("t", "1614265330"), Ok(1_614_265_330));
-        for bad in ["", "-5", "+5", " 5", "5 ", "1.5", "abc", "99999999999999999999"] {
+        for bad in [
+            "",
+            "-5",
+            "+5",
+            " 5",
+            "5 ",
+            "1.5",
+            "abc",
+            "99999999999999999999",
+        ] {
             let err = parse_unix_seconds("t", bad).unwrap_err();
             assert_eq!(err.kind(), "malformed_header", "{bad:?}");
         }
@@ -337,7 +354,10 @@ mod tests {
         assert_eq!(spec.require(&headers).unwrap_err().kind(), "missing_header");
         headers.insert("x-test", "".parse().unwrap());
         assert_eq!(spec.require(&headers).unwrap_err().kind(), "missing_header");
-        headers.insert("x-test", http::HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
+        headers.insert(
+            "x-test",
+            http::HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap(),
+        );
         assert_eq!(spec.get(&headers).unwrap_err().kind(), "malformed_header");
         headers.insert("x-test", "a".parse().unwrap());
         headers.append("x-test", "b".parse().unwrap());

@@ -19,7 +19,10 @@ fn now() -> OffsetDateTime {
 
 fn doc_headers() -> HeaderMap {
     let mut headers = HeaderMap::new();
-    headers.insert("X-Hub-Signature-256", HeaderValue::from_static(DOC_SIGNATURE));
+    headers.insert(
+        "X-Hub-Signature-256",
+        HeaderValue::from_static(DOC_SIGNATURE),
+    );
     headers.insert("X-GitHub-Delivery", HeaderValue::from_static(DELIVERY_ID));
     headers.insert("X-GitHub-Event", HeaderValue::from_static("issues"));
     headers.insert("X-GitHub-Hook-ID", HeaderValue::from_static("292430182"));
@@ -40,7 +43,11 @@ fn kind(result: Result<(), VerifyError>) -> &'static str {
 fn githubs_documentation_example_verifies() {
     let github = GitHub::new(DOC_SECRET).unwrap();
     let delivery = github
-        .verify(&doc_headers(), Bytes::from_static(DOC_BODY.as_bytes()), now())
+        .verify(
+            &doc_headers(),
+            Bytes::from_static(DOC_BODY.as_bytes()),
+            now(),
+        )
         .unwrap();
     assert_eq!(delivery.provider(), "github");
     assert_eq!(delivery.dedupe_key().delivery_id(), DELIVERY_ID);
@@ -59,8 +66,7 @@ fn header_names_are_case_insensitive_and_values_case_insensitive_hex() {
     let mut headers = HeaderMap::new();
     headers.insert(
         "X-HUB-SIGNATURE-256",
-        HeaderValue::from_str(&DOC_SIGNATURE.to_uppercase().replace("SHA256=", "sha256="))
-            .unwrap(),
+        HeaderValue::from_str(&DOC_SIGNATURE.to_uppercase().replace("SHA256=", "sha256=")).unwrap(),
     );
     headers.insert("x-github-delivery", HeaderValue::from_static(DELIVERY_ID));
     assert_eq!(kind(verify(&github, &headers, DOC_BODY.as_bytes())), "ok");
@@ -69,9 +75,15 @@ fn header_names_are_case_insensitive_and_values_case_insensitive_hex() {
 #[test]
 fn either_secret_verifies_during_rotation() {
     let github = GitHub::new(["the-new-secret", DOC_SECRET]).unwrap();
-    assert_eq!(kind(verify(&github, &doc_headers(), DOC_BODY.as_bytes())), "ok");
+    assert_eq!(
+        kind(verify(&github, &doc_headers(), DOC_BODY.as_bytes())),
+        "ok"
+    );
     let github = GitHub::new([DOC_SECRET, "the-new-secret"]).unwrap();
-    assert_eq!(kind(verify(&github, &doc_headers(), DOC_BODY.as_bytes())), "ok");
+    assert_eq!(
+        kind(verify(&github, &doc_headers(), DOC_BODY.as_bytes())),
+        "ok"
+    );
 }
 
 #[test]
@@ -118,14 +130,23 @@ fn every_malformed_header_shape_is_a_typed_error() {
         with_signature(b"sha1=0123456789abcdef0123456789abcdef01234567"),
         "malformed_header"
     );
-    assert_eq!(with_signature(&DOC_SIGNATURE.as_bytes()[7..]), "malformed_header");
-    assert_eq!(with_signature(&DOC_SIGNATURE.as_bytes()[..70]), "malformed_header");
+    assert_eq!(
+        with_signature(&DOC_SIGNATURE.as_bytes()[7..]),
+        "malformed_header"
+    );
+    assert_eq!(
+        with_signature(&DOC_SIGNATURE.as_bytes()[..70]),
+        "malformed_header"
+    );
     assert_eq!(
         with_signature(DOC_SIGNATURE.replace('e', "g").as_bytes()),
         "malformed_header"
     );
     assert_eq!(with_signature("sha256=é".as_bytes()), "malformed_header");
-    assert_eq!(with_signature("sha256=".repeat(5000).as_bytes()), "malformed_header");
+    assert_eq!(
+        with_signature("sha256=".repeat(5000).as_bytes()),
+        "malformed_header"
+    );
 
     let mut headers = doc_headers();
     headers.remove("X-Hub-Signature-256");
@@ -138,7 +159,10 @@ fn every_malformed_header_shape_is_a_typed_error() {
     assert!(err.to_string().contains("X-GitHub-Delivery"), "{err}");
 
     let mut headers = doc_headers();
-    headers.append("X-Hub-Signature-256", HeaderValue::from_static(DOC_SIGNATURE));
+    headers.append(
+        "X-Hub-Signature-256",
+        HeaderValue::from_static(DOC_SIGNATURE),
+    );
     assert_eq!(kind(verify(&github, &headers, body)), "malformed_header");
 }
 
@@ -152,8 +176,9 @@ fn blank_secrets_are_refused_when_configured() {
 
 #[test]
 fn a_body_over_the_limit_is_refused_before_anything_else() {
-    let github =
-        GitHub::new(DOC_SECRET).unwrap().with_options(VerifyOptions::default().max_body_bytes(12));
+    let github = GitHub::new(DOC_SECRET)
+        .unwrap()
+        .with_options(VerifyOptions::default().max_body_bytes(12));
     let err = verify(&github, &HeaderMap::new(), DOC_BODY.as_bytes()).unwrap_err();
     assert_eq!(err, VerifyError::BodyTooLarge { len: 13, limit: 12 });
     assert_eq!(err.http_status(), 413);
@@ -165,17 +190,22 @@ fn the_source_option_scopes_the_dedupe_key() {
         .unwrap()
         .with_options(VerifyOptions::default().source("org-acme"));
     let delivery = github
-        .verify(&doc_headers(), Bytes::from_static(DOC_BODY.as_bytes()), now())
+        .verify(
+            &doc_headers(),
+            Bytes::from_static(DOC_BODY.as_bytes()),
+            now(),
+        )
         .unwrap();
     assert_eq!(delivery.dedupe_key().scope(), "org-acme");
 }
 
 #[test]
 fn the_signer_reproduces_the_documentation_signature() {
-    let headers = GitHubSigner::new(DOC_SECRET)
-        .unwrap()
-        .event("issues")
-        .sign(DELIVERY_ID, 0, DOC_BODY.as_bytes());
+    let headers = GitHubSigner::new(DOC_SECRET).unwrap().event("issues").sign(
+        DELIVERY_ID,
+        0,
+        DOC_BODY.as_bytes(),
+    );
     assert_eq!(headers.get("x-hub-signature-256"), Some(DOC_SIGNATURE));
     assert_eq!(headers.get("X-GitHub-Delivery"), Some(DELIVERY_ID));
     assert_eq!(headers.get("X-GitHub-Event"), Some("issues"));
