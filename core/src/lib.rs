@@ -44,7 +44,7 @@ mod signer;
 pub mod support;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use delivery::{DedupeKey, VerifiedDelivery};
+pub use delivery::{DedupeKey, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::Retention;

@@ -54,13 +54,12 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, keep_headers,
-    text_hmac_keys,
+    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery, VerifyError,
-    VerifyOptions,
+    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
+    VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -129,10 +128,11 @@ impl Provider for GitHub {
         _now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let signature = SIGNATURE.require(headers)?;
-        let delivery_id = DELIVERY.require(headers)?;
-        let event = EVENT.get(headers)?;
-        let hook_id = HOOK_ID.get(headers)?;
+        let mut kept = KeptHeaders::with_capacity(4);
+        let signature = SIGNATURE.take_required(headers, &mut kept)?;
+        let delivery_id = DELIVERY.take_required(headers, &mut kept)?;
+        let event = EVENT.take(headers, &mut kept)?;
+        let hook_id = HOOK_ID.take(headers, &mut kept)?;
 
         let hex = signature.strip_prefix(SCHEME).ok_or_else(|| {
             VerifyError::malformed(
@@ -155,7 +155,6 @@ impl Provider for GitHub {
         }
 
         let key = DedupeKey::new(self.options.source_or(NAME), NAME, delivery_id);
-        let kept = keep_headers(headers, &[&SIGNATURE, &DELIVERY, &EVENT, &HOOK_ID]);
         Ok(VerifiedDelivery::new(key, body, kept)
             .with_event_type(event.map(str::to_owned))
             .with_correlation_id(hook_id.map(str::to_owned)))

@@ -77,13 +77,13 @@ use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
     HeaderSpec, HmacKey, any_key_matches, decode_base64_mac, diagnose_mismatch, first_present,
-    keep_headers, text_hmac_keys,
+    text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::time::format_description::well_known::Rfc3339;
 use hookbox_core::{
-    DedupeKey, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery, VerifyError,
-    VerifyOptions,
+    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
+    VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -167,18 +167,14 @@ impl Shopify {
     }
 }
 
-/// Returns the value of one header from either family, the classic name first.
-fn either(
-    headers: &HeaderMap,
+/// Returns one header from either family, the classic name first, with the spelling
+/// that matched, keeping a copy in `kept`.
+fn either<'h>(
+    headers: &'h HeaderMap,
+    kept: &mut KeptHeaders,
     spec: impl Fn(&'static HeaderFamily) -> &'static HeaderSpec,
-) -> Result<Option<&str>, VerifyError> {
-    first_present(headers, &[spec(&CLASSIC), spec(&EVENTS)])
-}
-
-fn missing(spec: &HeaderSpec) -> VerifyError {
-    VerifyError::MissingHeader {
-        header: spec.label().to_string(),
-    }
+) -> Result<Option<(&'static HeaderSpec, &'h str)>, VerifyError> {
+    first_present(headers, &[spec(&CLASSIC), spec(&EVENTS)], kept)
 }
 
 impl Provider for Shopify {
@@ -201,21 +197,24 @@ impl Provider for Shopify {
         _now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let hmac = either(headers, |f| &f.hmac)?.ok_or_else(|| missing(&CLASSIC.hmac))?;
-        let webhook_id =
-            either(headers, |f| &f.webhook_id)?.ok_or_else(|| missing(&CLASSIC.webhook_id))?;
-        let event_id = either(headers, |f| &f.event_id)?;
-        let shop_domain = either(headers, |f| &f.shop_domain)?;
-        let topic = either(headers, |f| &f.topic)?;
+        let mut kept = KeptHeaders::with_capacity(7);
+        let (hmac_spec, hmac) =
+            either(headers, &mut kept, |f| &f.hmac)?.ok_or_else(|| CLASSIC.hmac.missing())?;
+        let (_, webhook_id) = either(headers, &mut kept, |f| &f.webhook_id)?
+            .ok_or_else(|| CLASSIC.webhook_id.missing())?;
+        let text = |found: Option<(&HeaderSpec, &str)>| found.map(|(_, text)| text.to_owned());
+        let event_id = text(either(headers, &mut kept, |f| &f.event_id)?);
+        let shop_domain = text(either(headers, &mut kept, |f| &f.shop_domain)?);
+        let topic = text(either(headers, &mut kept, |f| &f.topic)?);
+        // kept for the handler: the payload's shape depends on the API version, and
+        // Shopify suggests the trigger time to order updates
+        either(headers, &mut kept, |f| &f.api_version)?;
+        either(headers, &mut kept, |f| &f.triggered_at)?;
 
         let received = decode_base64_mac(hmac).ok_or_else(|| {
             // name the header the way this delivery spelled it
-            let sent = match CLASSIC.hmac.get(headers) {
-                Ok(Some(_)) => &CLASSIC.hmac,
-                _ => &EVENTS.hmac,
-            };
             VerifyError::malformed(
-                sent.label(),
+                hmac_spec.label(),
                 "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
             )
         })?;
@@ -235,25 +234,9 @@ impl Provider for Shopify {
         if let Some(shop) = shop_domain {
             key = key.with_tenant(shop);
         }
-        let kept = keep_headers(headers, [CLASSIC.specs(), EVENTS.specs()].as_flattened());
         Ok(VerifiedDelivery::new(key, body, kept)
-            .with_correlation_id(event_id.map(str::to_owned))
-            .with_event_type(topic.map(str::to_owned)))
-    }
-}
-
-impl HeaderFamily {
-    /// Returns every header of the family.
-    fn specs(&self) -> [&HeaderSpec; 7] {
-        [
-            &self.hmac,
-            &self.webhook_id,
-            &self.event_id,
-            &self.shop_domain,
-            &self.topic,
-            &self.triggered_at,
-            &self.api_version,
-        ]
+            .with_correlation_id(event_id)
+            .with_event_type(topic))
     }
 }
 

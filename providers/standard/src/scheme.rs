@@ -1,8 +1,8 @@
 //! What differs between senders of the Standard Webhooks scheme, as data.
 
 use hookbox_core::http::HeaderMap;
-use hookbox_core::support::HeaderSpec;
-use hookbox_core::{Retention, VerifyError};
+use hookbox_core::support::{HeaderSpec, first_present};
+use hookbox_core::{KeptHeaders, Retention, VerifyError};
 
 /// One sender's deployment of the Standard Webhooks scheme: its name, the header
 /// spellings it uses, how long it retries, and whether it signs with ed25519.
@@ -56,10 +56,8 @@ pub(crate) struct Found<'h> {
     pub(crate) value: &'h str,
 }
 
-/// Returns the first header of `family` that is present and not empty.
-///
-/// Like `support::first_present`, but it also says which spelling matched, so that
-/// the delivery keeps exactly the headers it was verified with.
+/// Returns the first header of `family` that is present and not empty, with the
+/// spelling that matched, keeping a copy in `kept`.
 ///
 /// # Errors
 /// [`VerifyError::MissingHeader`] naming the family's first spelling, or a
@@ -67,15 +65,14 @@ pub(crate) struct Found<'h> {
 pub(crate) fn require<'h>(
     headers: &'h HeaderMap,
     family: &'static [&'static HeaderSpec],
+    kept: &mut KeptHeaders,
 ) -> Result<Found<'h>, VerifyError> {
-    for spec in family {
-        if let Some(value) = spec.get(headers)? {
-            return Ok(Found { spec, value });
-        }
+    match first_present(headers, family, kept)? {
+        Some((spec, value)) => Ok(Found { spec, value }),
+        None => Err(VerifyError::MissingHeader {
+            header: label(family).to_string(),
+        }),
     }
-    Err(VerifyError::MissingHeader {
-        header: label(family).to_string(),
-    })
 }
 
 /// Returns the spelling errors name and signers send for `family`.

@@ -2,10 +2,11 @@
 
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
-use hookbox_core::support::{any_key_matches, diagnose_mismatch, keep_headers, parse_unix_seconds};
+use hookbox_core::support::{any_key_matches, diagnose_mismatch, parse_unix_seconds};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, Provider, Retention, Secrets, VerifiedDelivery, VerifyError, VerifyOptions,
+    DedupeKey, KeptHeaders, Provider, Retention, Secrets, VerifiedDelivery, VerifyError,
+    VerifyOptions,
 };
 
 use crate::keys::{Key, Role, VerifyKeys, decode};
@@ -122,9 +123,10 @@ impl Provider for Standard {
         now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let id = scheme::require(headers, self.scheme.id)?;
-        let timestamp = scheme::require(headers, self.scheme.timestamp)?;
-        let signature = scheme::require(headers, self.scheme.signature)?;
+        let mut kept = KeptHeaders::with_capacity(3);
+        let id = scheme::require(headers, self.scheme.id, &mut kept)?;
+        let timestamp = scheme::require(headers, self.scheme.timestamp, &mut kept)?;
+        let signature = scheme::require(headers, self.scheme.signature, &mut kept)?;
         let signed_unix = parse_unix_seconds(timestamp.spec.label(), timestamp.value)?;
         let received =
             signature::parse(signature.spec.label(), signature.value, self.scheme.ed25519)?;
@@ -137,7 +139,6 @@ impl Provider for Standard {
 
         let name = self.scheme.name;
         let key = DedupeKey::new(self.options.source_or(name), name, id.value);
-        let kept = keep_headers(headers, &[id.spec, timestamp.spec, signature.spec]);
         Ok(VerifiedDelivery::new(key, body, kept).with_signed_at(Some(signed_at)))
     }
 }

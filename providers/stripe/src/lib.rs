@@ -65,13 +65,13 @@ mod event;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, keep_headers,
-    parse_unix_seconds, text_hmac_keys,
+    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, parse_unix_seconds,
+    text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery, VerifyError,
-    VerifyOptions,
+    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
+    VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -136,7 +136,8 @@ impl Provider for Stripe {
         now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let header = SignatureHeader::parse(SIGNATURE.require(headers)?)?;
+        let mut kept = KeptHeaders::with_capacity(1);
+        let header = SignatureHeader::parse(SIGNATURE.take_required(headers, &mut kept)?)?;
 
         let t = header.timestamp_text;
         if !any_key_matches(&self.keys, &signed_parts(t, &body), &header.signatures) {
@@ -170,7 +171,6 @@ impl Provider for Stripe {
             .map(|(object, kind)| format!("{object}:{kind}"));
         let event_type = event_type.map(str::to_owned);
 
-        let kept = keep_headers(headers, &[&SIGNATURE]);
         Ok(VerifiedDelivery::new(key, body, kept)
             .with_event_type(event_type)
             .with_correlation_id(correlation_id)
