@@ -37,19 +37,28 @@
 mod clock;
 mod delivery;
 mod error;
+mod inbox;
 mod provider;
 mod retention;
 mod secret;
 mod signer;
+mod store;
 pub mod support;
+mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use delivery::{DedupeKey, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
-pub use retention::Retention;
+pub use inbox::{Inbox, InboxStats, Received, RetryPolicy, StoredDelivery, Worked};
+pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
+pub use store::{
+    Advance, BoxFuture, Claim, IdempotencyStore, ProcessError, Processed, Purged, StoreError,
+    TimestampAdvance, VersionGuard,
+};
+pub use worker::{WorkerReport, run_worker};
 
 // re-exported so provider crates and users build headers and bodies with one version
 pub use bytes;

@@ -51,3 +51,114 @@ impl From<Retention> for Duration {
         retention.0
     }
 }
+
+/// How long a store keeps dedupe keys and processed inbox rows, per provider.
+///
+/// Every key is kept 30 days unless a rule says otherwise (30 days covers every
+/// built-in provider's minimum, Stripe's being the longest). A rule shorter than the
+/// provider's minimum is refused by [`RetentionPolicy::keep`]; a caller who accepts
+/// the duplicates that lets through must say so with
+/// [`RetentionPolicy::keep_below_provider_minimum`]. Dead letters are never purged.
+///
+/// # Examples
+/// ```
+/// use hookbox_core::{Retention, RetentionPolicy};
+/// use std::time::Duration;
+/// let shopify_minimum = Retention::from_hours(4);
+/// let policy = RetentionPolicy::default()
+///     .keep("shopify", shopify_minimum, Duration::from_secs(86_400))?;
+/// assert_eq!(policy.keep_for("shopify"), Duration::from_secs(86_400));
+/// assert_eq!(policy.keep_for("stripe"), Duration::from_secs(30 * 86_400));
+/// assert!(RetentionPolicy::default()
+///     .keep("shopify", shopify_minimum, Duration::from_secs(300))
+///     .is_err());
+/// # Ok::<(), hookbox_core::RetentionTooShort>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    rules: Vec<(String, Duration)>,
+    batch_size: u32,
+}
+
+/// The default retention: the longest built-in minimum (Stripe's CLI resend window).
+pub const DEFAULT_KEEP: Duration = Duration::from_secs(30 * 86_400);
+
+impl Default for RetentionPolicy {
+    fn default() -> Self {
+        Self {
+            rules: Vec::new(),
+            batch_size: 1000,
+        }
+    }
+}
+
+/// A retention rule shorter than the provider can resend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "keeping {provider} keys for {keep_secs} s is shorter than its minimum of {minimum_secs} s: a resend after the purge would be applied twice; use keep_below_provider_minimum to accept that"
+)]
+pub struct RetentionTooShort {
+    /// The provider's name.
+    pub provider: String,
+    /// The requested retention in seconds.
+    pub keep_secs: u64,
+    /// The provider's minimum in seconds.
+    pub minimum_secs: u64,
+}
+
+impl RetentionPolicy {
+    /// Keeps `provider`'s keys for `keep`, refusing less than its `minimum`
+    /// (`Provider::min_retention`).
+    ///
+    /// # Errors
+    /// [`RetentionTooShort`] when `keep < minimum`.
+    pub fn keep(
+        self,
+        provider: &str,
+        minimum: Retention,
+        keep: Duration,
+    ) -> Result<Self, RetentionTooShort> {
+        if !minimum.is_satisfied_by(keep) {
+            return Err(RetentionTooShort {
+                provider: provider.to_string(),
+                keep_secs: keep.as_secs(),
+                minimum_secs: minimum.as_duration().as_secs(),
+            });
+        }
+        Ok(self.keep_below_provider_minimum(provider, keep))
+    }
+
+    /// Keeps `provider`'s keys for `keep` with no check against its minimum: a resend
+    /// that arrives after the purge is applied again. For tests and for providers
+    /// whose resend window you control.
+    pub fn keep_below_provider_minimum(mut self, provider: &str, keep: Duration) -> Self {
+        self.rules.retain(|(name, _)| name != provider);
+        self.rules.push((provider.to_string(), keep));
+        self
+    }
+
+    /// Sets how many rows one purge statement deletes (default 1,000), so a purge
+    /// never holds long locks.
+    pub fn batch_size(mut self, rows: u32) -> Self {
+        self.batch_size = rows.max(1);
+        self
+    }
+
+    /// Returns how long `provider`'s keys are kept.
+    pub fn keep_for(&self, provider: &str) -> Duration {
+        self.rules
+            .iter()
+            .find(|(name, _)| name == provider)
+            .map_or(DEFAULT_KEEP, |(_, keep)| *keep)
+    }
+
+    /// Returns the per-provider rules (providers without one use [`DEFAULT_KEEP`]).
+    pub fn rules(&self) -> impl Iterator<Item = (&str, Duration)> {
+        self.rules.iter().map(|(name, keep)| (name.as_str(), *keep))
+    }
+
+    /// Returns the purge batch size.
+    pub fn batch(&self) -> u32 {
+        self.batch_size
+    }
+}
