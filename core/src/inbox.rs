@@ -195,8 +195,7 @@ pub trait Inbox: Send + Sync {
     ///
     /// # Errors
     /// The database failed.
-    fn dead_letters(&self, limit: u32)
-    -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>>;
+    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>>;
 
     /// Makes one dead letter due again with its attempts reset; `false` when `id` is
     /// not a dead letter.

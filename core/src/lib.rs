@@ -49,14 +49,14 @@ mod worker;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use delivery::{DedupeKey, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
-pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use inbox::{Inbox, InboxStats, Received, RetryPolicy, StoredDelivery, Worked};
+pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
-    Advance, BoxFuture, Claim, IdempotencyStore, ProcessError, Processed, Purged, StoreError,
-    TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, IdempotencyStore, ProcessError, ProcessResult, Processed, Purged,
+    StoreError, TimestampAdvance, VersionGuard,
 };
 pub use worker::{WorkerReport, run_worker};
 

@@ -21,6 +21,9 @@ use crate::DedupeKey;
 /// #100013, "`Send` not provable", in generic callers).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The result of [`IdempotencyStore::process_once`].
+pub type ProcessResult<T, S, E> = Result<Processed<T>, ProcessError<S, E>>;
+
 /// What claiming a key found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
@@ -119,7 +122,7 @@ pub trait IdempotencyStore: Send + Sync {
         &'a self,
         key: &'a DedupeKey,
         side_effect: F,
-    ) -> BoxFuture<'a, Result<Processed<T>, ProcessError<Self::Error, E>>>
+    ) -> BoxFuture<'a, ProcessResult<T, Self::Error, E>>
     where
         F: for<'c> FnOnce(&'c mut Self::Conn) -> BoxFuture<'c, Result<T, E>> + Send + 'a,
         T: Send + 'a,

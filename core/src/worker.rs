@@ -37,7 +37,9 @@ pub async fn run_worker<I, E, H>(
 ) -> Result<WorkerReport, I::Error>
 where
     I: Inbox,
-    H: for<'c> Fn(&'c mut I::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>> + Send + Sync,
+    H: for<'c> Fn(&'c mut I::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
+        + Send
+        + Sync,
     E: Display + Send,
 {
     let mut report = WorkerReport::default();
