@@ -44,6 +44,8 @@ mod secret;
 mod signer;
 mod store;
 pub mod support;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
