@@ -58,7 +58,7 @@ pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
     Advance, BoxFuture, Claim, IdempotencyStore, ProcessError, ProcessResult, Processed, Purged,
-    StoreError, TimestampAdvance, VersionGuard,
+    ScopedBoxFuture, StoreError, TimestampAdvance, VersionGuard,
 };
 pub use worker::{WorkerReport, run_worker};
 

@@ -21,6 +21,11 @@ use crate::DedupeKey;
 /// #100013, "`Send` not provable", in generic callers).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The future a side effect returns: it may borrow the connection (`'c`) and anything
+/// the caller lends for `'a` (the delivery, a store), which a plain `BoxFuture<'c, _>`
+/// under `for<'c>` cannot express. Write `Box::pin(async move { … })`; it coerces.
+pub use scoped_futures::ScopedBoxFuture;
+
 /// The result of [`IdempotencyStore::process_once`].
 pub type ProcessResult<T, S, E> = Result<Processed<T>, ProcessError<S, E>>;
 
@@ -124,7 +129,7 @@ pub trait IdempotencyStore: Send + Sync {
         side_effect: F,
     ) -> BoxFuture<'a, ProcessResult<T, Self::Error, E>>
     where
-        F: for<'c> FnOnce(&'c mut Self::Conn) -> BoxFuture<'c, Result<T, E>> + Send + 'a,
+        F: for<'c> FnOnce(&'c mut Self::Conn) -> ScopedBoxFuture<'a, 'c, Result<T, E>> + Send + 'a,
         T: Send + 'a,
         E: Send + 'a;
 
