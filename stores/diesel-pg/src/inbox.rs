@@ -1,0 +1,436 @@
+//! The inbox and its worker: `FOR UPDATE SKIP LOCKED`, the handler in a savepoint.
+
+use std::fmt::Display;
+use std::sync::Mutex;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use hookbox_core::bytes::Bytes;
+use hookbox_core::http::{HeaderName, HeaderValue};
+use hookbox_core::{
+    BoxFuture, DedupeKey, Inbox, InboxStats, KeptHeaders, Received, StoredDelivery,
+    VerifiedDelivery, Worked,
+};
+use time::OffsetDateTime;
+
+use crate::schema::hookbox_inbox as inbox;
+use crate::store::TxError;
+use crate::{PgStore, PgStoreError};
+
+/// One inbox row as stored.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = inbox)]
+#[diesel(check_for_backend(diesel::pg::Pg))]
+struct InboxRow {
+    id: i64,
+    source: String,
+    provider: String,
+    delivery_id: String,
+    tenant: Option<String>,
+    event_type: Option<String>,
+    body: Vec<u8>,
+    headers: String,
+    received_at: OffsetDateTime,
+    processed_at: Option<OffsetDateTime>,
+    attempts: i32,
+    last_error: Option<String>,
+    next_attempt_at: OffsetDateTime,
+    dead_at: Option<OffsetDateTime>,
+}
+
+impl InboxRow {
+    fn into_delivery(self) -> Result<StoredDelivery, PgStoreError> {
+        let corrupt = |source: Box<dyn std::error::Error + Send + Sync>| PgStoreError::Corrupt {
+            id: self.id,
+            source,
+        };
+        let headers = decode_headers(&self.headers).map_err(corrupt)?;
+        // `source` holds the scope: the source, or source/tenant
+        let source = match &self.tenant {
+            Some(tenant) => self
+                .source
+                .strip_suffix(tenant.as_str())
+                .and_then(|s| s.strip_suffix('/'))
+                .unwrap_or(&self.source),
+            None => &self.source,
+        };
+        let mut key = DedupeKey::new(source, provider_name(&self.provider), self.delivery_id);
+        if let Some(tenant) = self.tenant {
+            key = key.with_tenant(tenant);
+        }
+        Ok(StoredDelivery {
+            id: self.id,
+            key,
+            event_type: self.event_type,
+            body: Bytes::from(self.body),
+            headers,
+            received_at: self.received_at,
+            attempts: u32::try_from(self.attempts).unwrap_or(0),
+            last_error: self.last_error,
+            next_attempt_at: self.next_attempt_at,
+            processed_at: self.processed_at,
+            dead_at: self.dead_at,
+        })
+    }
+}
+
+/// Returns a `&'static str` for a provider name read back from the database
+/// (`DedupeKey` keeps provider names as static strings): the built-in names directly,
+/// any other name leaked once and reused.
+fn provider_name(name: &str) -> &'static str {
+    const BUILT_IN: &[&str] = &["stripe", "shopify", "github", "svix", "standard"];
+    static OTHERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    if let Some(known) = BUILT_IN.iter().find(|known| **known == name) {
+        return known;
+    }
+    let mut others = OTHERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(known) = others.iter().find(|known| **known == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    others.push(leaked);
+    leaked
+}
+
+/// Encodes the kept headers as a JSON array of `[name, value]` pairs. Values are the
+/// visible ASCII the providers accept; any other byte is stored lossily.
+fn encode_headers(headers: &KeptHeaders) -> String {
+    let pairs: Vec<[String; 2]> = headers
+        .iter()
+        .map(|(name, value)| {
+            [
+                name.as_str().to_string(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            ]
+        })
+        .collect();
+    serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".to_string())
+}
+
+fn decode_headers(text: &str) -> Result<KeptHeaders, Box<dyn std::error::Error + Send + Sync>> {
+    let pairs: Vec<(String, String)> = serde_json::from_str(text)?;
+    let mut headers = KeptHeaders::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        headers.push(
+            HeaderName::from_bytes(name.as_bytes())?,
+            HeaderValue::from_bytes(value.as_bytes())?,
+        );
+    }
+    Ok(headers)
+}
+
+/// What happened to the row a worker took, decided inside its transaction.
+enum Outcome {
+    Processed,
+    Failed { attempts: u32, dead: bool },
+}
+
+impl Inbox for PgStore {
+    type Conn = AsyncPgConnection;
+    type Error = PgStoreError;
+
+    fn receive<'a>(
+        &'a self,
+        delivery: &'a VerifiedDelivery,
+    ) -> BoxFuture<'a, Result<Received, PgStoreError>> {
+        Box::pin(async move {
+            let key = delivery.dedupe_key();
+            let mut conn = self.connection().await?;
+            conn.arm();
+            // one autocommitted statement: durable (per synchronous_commit) when it returns
+            let result = diesel::insert_into(inbox::table)
+                .values((
+                    inbox::source.eq(key.scope()),
+                    inbox::provider.eq(key.provider()),
+                    inbox::delivery_id.eq(key.delivery_id()),
+                    inbox::tenant.eq(key.tenant()),
+                    inbox::event_type.eq(delivery.event_type()),
+                    inbox::body.eq(delivery.body().as_ref()),
+                    inbox::headers.eq(encode_headers(delivery.headers())),
+                ))
+                .on_conflict_do_nothing()
+                .execute(&mut *conn)
+                .await
+                .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            Ok(if result? == 1 {
+                Received::Stored
+            } else {
+                Received::AlreadyStored
+            })
+        })
+    }
+
+    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, PgStoreError>>
+    where
+        H: for<'c> Fn(&'c mut AsyncPgConnection, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
+            + Send
+            + Sync
+            + 'a,
+        E: Display + Send + 'a,
+    {
+        Box::pin(async move {
+            let retry = self.inner.options.get_retry();
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = conn
+                .transaction(async move |conn| -> Result<Worked, TxError<PgStoreError>> {
+                    // rows locked by other workers are skipped, not waited for; a
+                    // worker that dies mid-transaction releases its row with its
+                    // connection
+                    let row = inbox::table
+                        .filter(inbox::processed_at.is_null())
+                        .filter(inbox::dead_at.is_null())
+                        .filter(inbox::next_attempt_at.le(diesel::dsl::now))
+                        .order((inbox::next_attempt_at.asc(), inbox::id.asc()))
+                        .limit(1)
+                        .for_update()
+                        .skip_locked()
+                        .select(InboxRow::as_select())
+                        .first(conn)
+                        .await
+                        .optional()?;
+                    let Some(row) = row else {
+                        return Ok(Worked::Idle);
+                    };
+                    let (id, attempts) = (row.id, row.attempts);
+                    let failure = match row.into_delivery() {
+                        // the handler runs in a savepoint: its writes roll back on
+                        // failure while the row stays locked for the bookkeeping
+                        Ok(delivery) => conn
+                            .transaction(async |conn| {
+                                handler(conn, &delivery).await.map_err(TxError::Caller)
+                            })
+                            .await
+                            .map_err(|err| match err {
+                                TxError::Caller(err) => Ok(err.to_string()),
+                                TxError::Db(err) => Err(err),
+                            })
+                            .err(),
+                        // an unreadable row fails like a handler would, so it ends as
+                        // a dead letter instead of blocking the rows behind it
+                        Err(err) => Some(Ok(error_chain(&err))),
+                    };
+                    let outcome = match failure {
+                        None => {
+                            diesel::update(inbox::table.find(id))
+                                .set(inbox::processed_at.eq(diesel::dsl::now))
+                                .execute(conn)
+                                .await?;
+                            Outcome::Processed
+                        }
+                        Some(Err(db)) => return Err(TxError::Db(db)),
+                        Some(Ok(message)) => {
+                            let attempts = u32::try_from(attempts).unwrap_or(0).saturating_add(1);
+                            let dead = retry.is_dead(attempts);
+                            let delay = retry.next_delay(attempts);
+                            record_failure(conn, id, attempts, &message, delay, dead).await?;
+                            Outcome::Failed { attempts, dead }
+                        }
+                    };
+                    Ok(match outcome {
+                        Outcome::Processed => Worked::Processed { id },
+                        Outcome::Failed { attempts, dead } => Worked::Failed { id, attempts, dead },
+                    })
+                })
+                .await;
+            let result = result.map_err(|err| match err {
+                TxError::Db(err) => PgStoreError::query(err),
+                TxError::Caller(err) => err,
+            });
+            conn.settle(result.as_ref().err());
+            result
+        })
+    }
+
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgStoreError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = inbox::table
+                .find(id)
+                .select(InboxRow::as_select())
+                .first(&mut *conn)
+                .await
+                .optional()
+                .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            result?.map(InboxRow::into_delivery).transpose()
+        })
+    }
+
+    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, PgStoreError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = inbox::table
+                .filter(inbox::dead_at.is_not_null())
+                .order((inbox::dead_at.asc(), inbox::id.asc()))
+                .limit(i64::from(limit))
+                .select(InboxRow::as_select())
+                .load(&mut *conn)
+                .await
+                .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            result?.into_iter().map(InboxRow::into_delivery).collect()
+        })
+    }
+
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, PgStoreError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = diesel::update(
+                inbox::table
+                    .find(id)
+                    .filter(inbox::dead_at.is_not_null())
+                    .filter(inbox::processed_at.is_null()),
+            )
+            .set(replayed())
+            .execute(&mut *conn)
+            .await
+            .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            Ok(result? == 1)
+        })
+    }
+
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, PgStoreError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = diesel::update(
+                inbox::table
+                    .filter(inbox::dead_at.is_not_null())
+                    .filter(inbox::processed_at.is_null()),
+            )
+            .set(replayed())
+            .execute(&mut *conn)
+            .await
+            .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            Ok(result? as u64)
+        })
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, PgStoreError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            conn.arm();
+            let result = diesel::sql_query(
+                "SELECT \
+                   count(*) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
+                   count(*) FILTER (WHERE processed_at IS NOT NULL) AS processed, \
+                   count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, \
+                   min(received_at) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) \
+                     AS oldest_pending \
+                 FROM hookbox_inbox",
+            )
+            .get_result::<StatsRow>(&mut *conn)
+            .await
+            .map_err(PgStoreError::query);
+            conn.settle(result.as_ref().err());
+            let row = result?;
+            Ok(InboxStats {
+                pending: row.pending.try_into().unwrap_or(0),
+                processed: row.processed.try_into().unwrap_or(0),
+                dead: row.dead.try_into().unwrap_or(0),
+                oldest_pending: row.oldest_pending,
+            })
+        })
+    }
+}
+
+#[derive(QueryableByName)]
+struct StatsRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pending: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    processed: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    dead: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    oldest_pending: Option<OffsetDateTime>,
+}
+
+/// A replayed dead letter: due now with its attempts reset. `last_error` is kept for
+/// the record until the next failure replaces it.
+#[allow(clippy::type_complexity)]
+fn replayed() -> (
+    diesel::dsl::Eq<inbox::attempts, i32>,
+    diesel::dsl::Eq<inbox::dead_at, Option<OffsetDateTime>>,
+    diesel::dsl::Eq<inbox::next_attempt_at, diesel::dsl::now>,
+) {
+    (
+        inbox::attempts.eq(0),
+        inbox::dead_at.eq(None::<OffsetDateTime>),
+        inbox::next_attempt_at.eq(diesel::dsl::now),
+    )
+}
+
+/// Records a handler failure on the locked row; the caller's transaction commits it.
+async fn record_failure(
+    conn: &mut AsyncPgConnection,
+    id: i64,
+    attempts: u32,
+    message: &str,
+    delay: std::time::Duration,
+    dead: bool,
+) -> Result<(), diesel::result::Error> {
+    use diesel::sql_types::{BigInt, Bool, Integer, Text};
+    diesel::sql_query(
+        "UPDATE hookbox_inbox SET attempts = $2, last_error = $3, \
+           next_attempt_at = now() + $4 * interval '1 microsecond', \
+           dead_at = CASE WHEN $5 THEN now() END \
+         WHERE id = $1",
+    )
+    .bind::<BigInt, _>(id)
+    .bind::<Integer, _>(i32::try_from(attempts).unwrap_or(i32::MAX))
+    .bind::<Text, _>(message)
+    .bind::<BigInt, _>(i64::try_from(delay.as_micros()).unwrap_or(i64::MAX))
+    .bind::<Bool, _>(dead)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// An error and its causes, one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_through_json() {
+        let mut headers = KeptHeaders::default();
+        headers.push(
+            HeaderName::from_static("webhook-id"),
+            HeaderValue::from_static("msg_1"),
+        );
+        headers.push(
+            HeaderName::from_static("webhook-signature"),
+            HeaderValue::from_static("v1,abc= v1,\"quoted\""),
+        );
+        let text = encode_headers(&headers);
+        assert_eq!(decode_headers(&text).ok(), Some(headers));
+        assert!(decode_headers("not json").is_err());
+    }
+
+    #[test]
+    fn provider_names_are_interned() {
+        assert_eq!(provider_name("stripe"), "stripe");
+        let a = provider_name("acme");
+        let b = provider_name("acme");
+        assert!(std::ptr::eq(a, b));
+    }
+}

@@ -1,0 +1,126 @@
+//! PostgreSQL store for hookbox, on diesel-async: claim a webhook's dedupe key in
+//! the same transaction as your side effect, or acknowledge fast into an inbox and
+//! let a worker apply it.
+//!
+//! [`PgStore`] implements the three store traits of `hookbox-core` over one pool of
+//! [`AsyncPgConnection`](diesel_async::AsyncPgConnection)s:
+//!
+//! - [`IdempotencyStore`](hookbox_core::IdempotencyStore): `process_once` begins a
+//!   transaction, inserts the key (`INSERT … ON CONFLICT DO NOTHING`), runs your side
+//!   effect on the same connection only if the key was new, and commits both or
+//!   neither; `claim` does the insert inside a transaction you hold.
+//! - [`Inbox`](hookbox_core::Inbox): `receive` is one autocommitted insert; `work_one`
+//!   takes a due row with `FOR UPDATE SKIP LOCKED`, runs your handler in a savepoint,
+//!   and commits `processed_at` with the handler's writes, or rolls the handler back
+//!   and records the failure (attempts, `last_error`, backoff, dead letter).
+//! - [`VersionGuard`](hookbox_core::VersionGuard): per-object versions, in the claim's
+//!   transaction.
+//!
+//! # Guarantees
+//!
+//! | event | what holds |
+//! |---|---|
+//! | `process_once` or `receive` returned `Ok` (answer 2xx) | the key, and with `process_once` the side effect, are committed on the primary. With the default `synchronous_commit = on` the commit is flushed to the primary's WAL before it returns |
+//! | a duplicate, a concurrent copy | exactly one copy applies; a concurrent copy waits on the first copy's uncommitted key (at most `lock_timeout`) and then reports `Duplicate`, or applies if the first rolled back |
+//! | the side effect failed, the store failed | nothing was committed: the key is free, the sender's retry runs the side effect again |
+//! | the process crashed or was killed mid-transaction | the server rolls back the open transaction when the connection drops: the key is free again, an inbox row is unprocessed and another worker takes it (`SKIP LOCKED` skips only rows locked by live transactions) |
+//! | a future dropped mid-transaction (a cancelled request) | the store closes that connection instead of reusing it, so the server rolls back at once (see [`PgStore::connection`] for connections you hold yourself) |
+//! | power loss on the database server | what was committed survives if the server runs with `fsync = on` and `synchronous_commit = on` (the defaults); with `synchronous_commit = off` the last commits (up to 3 × `wal_writer_delay`) can be lost even though 2xx was answered |
+//! | failover to a replica | with asynchronous replication (the default) the last commits before the failover can be missing on the new primary: keys too, so a retry of such a delivery is applied again. Only synchronous replication (`synchronous_standby_names` with `synchronous_commit = on` or `remote_apply`) makes a 2xx survive failover |
+//!
+//! # Examples
+//!
+//! Apply a credit once per delivery (needs a running server, so not run here):
+//!
+//! ```no_run
+//! use diesel::prelude::*;
+//! use diesel_async::RunQueryDsl;
+//! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
+//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel, diesel_async};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let store = PgStore::connect("postgres://app@localhost/app", PgOptions::new()).await?;
+//! store.migrate().await?;
+//!
+//! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+//! let outcome = store
+//!     .process_once(&key, |conn| {
+//!         Box::pin(async move {
+//!             // runs in the claim's transaction: commits with the key or not at all
+//!             diesel::sql_query("UPDATE accounts SET balance = balance + 100 WHERE id = 42")
+//!                 .execute(conn)
+//!                 .await
+//!         })
+//!     })
+//!     .await;
+//! match outcome {
+//!     Ok(Processed::Applied(_)) | Ok(Processed::Duplicate) => { /* answer 2xx */ }
+//!     Err(err) if err.is_transient() => { /* answer 5xx: the sender retries */ }
+//!     Err(err) => return Err(err.into()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Acknowledge into the inbox and drain it with a worker:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use hookbox_core::{Inbox, StoredDelivery, VerifiedDelivery, run_worker};
+//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel_async::AsyncPgConnection};
+//!
+//! # async fn run(delivery: VerifiedDelivery) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let store = PgStore::connect("postgres://app@localhost/app", PgOptions::new()).await?;
+//! store.receive(&delivery).await?; // Stored or AlreadyStored: answer 2xx
+//!
+//! let handler = |conn: &mut AsyncPgConnection, row: &StoredDelivery| {
+//!     let _ = (conn, row.body.len()); // your writes, on the row's transaction
+//!     Box::pin(async { Ok::<(), String>(()) }) as hookbox_core::BoxFuture<'_, _>
+//! };
+//! let shutdown = tokio::time::sleep(Duration::from_secs(60));
+//! let report = run_worker(&store, handler, Duration::from_millis(200), shutdown).await?;
+//! println!("processed {}", report.processed);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Configuration
+//!
+//! See [`PgOptions`]: pool size (default 8), `lock_timeout` (default 5 s; a lock wait
+//! that runs out is the transient [`PgStoreError::LockTimeout`]), pool timeout, the
+//! schema (`search_path`), retention and retry policies. The schema is applied only by
+//! an explicit [`PgStore::migrate`].
+//!
+//! # Pool and driver
+//!
+//! The pool is diesel-async's deadpool integration. A connection is checked on
+//! checkout without a test query (diesel-async refuses one whose transaction is still
+//! open or broken); the store's own calls close a connection that lost its socket or
+//! whose operation was abandoned half-way, so a dead or mid-transaction connection is
+//! never handed out again. Connections are plain TCP (tokio-postgres without TLS).
+//!
+//! Errors are classified for [`StoreError::is_transient`](hookbox_core::StoreError):
+//! connection refused or closed, pool timeout, lock timeout (55P03), serialization
+//! failure (40001), deadlock (40P01), shutdown (57P0x), too many connections and a
+//! read-only standby are transient; constraint and syntax errors are not. diesel-async
+//! does not expose the SQLSTATE of most errors, so several are recognised by the
+//! server's message: the store asks each connection for untranslated messages
+//! (`lc_messages = 'C'`), which a role without the right to set it cannot; on a server
+//! that then sends translated messages those errors read as not transient.
+//!
+//! `diesel` and `diesel_async` are re-exported so your side effects use the versions
+//! this crate was built with.
+#![forbid(unsafe_code)]
+
+mod error;
+mod inbox;
+mod pool;
+mod schema;
+mod store;
+
+pub use error::PgStoreError;
+pub use pool::{PgOptions, PgStore, PooledConnection};
+
+// the driver, re-exported so users build side effects with matching versions
+pub use diesel;
+pub use diesel_async;

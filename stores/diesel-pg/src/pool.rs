@@ -1,0 +1,420 @@
+//! Configuration, the connection pool and migrations.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool::Runtime;
+use deadpool::managed::{Object, PoolError as DeadpoolError, TimeoutType};
+use diesel::ConnectionError;
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, PoolError as ManagerError, RecyclingMethod,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use hookbox_core::{RetentionPolicy, RetryPolicy};
+
+use crate::PgStoreError;
+
+/// The schema migration, embedded at compile time and applied by [`PgStore::migrate`].
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// An arbitrary constant: the advisory lock that serializes concurrent `migrate` calls.
+const MIGRATION_LOCK: i64 = 0x686f_6f6b_626f_78;
+
+/// How a [`PgStore`] is configured.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use hookbox_diesel_pg::PgOptions;
+///
+/// let options = PgOptions::new()
+///     .max_connections(16)
+///     .lock_timeout(Duration::from_secs(2))
+///     .schema("webhooks");
+/// assert_eq!(options.get_max_connections(), 16);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    max_connections: usize,
+    retention: RetentionPolicy,
+    retry: RetryPolicy,
+    lock_timeout: Duration,
+    pool_timeout: Duration,
+    schema: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 8,
+            retention: RetentionPolicy::default(),
+            retry: RetryPolicy::default(),
+            lock_timeout: Duration::from_secs(5),
+            pool_timeout: Duration::from_secs(5),
+            schema: None,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The defaults: 8 connections, the default retention and retry policies, a 5 s
+    /// lock timeout, a 5 s pool timeout, the role's default `search_path`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the most connections the pool opens (default 8, at least 1).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// Sets how long keys and processed inbox rows are kept (default: 30 days for
+    /// every provider). Build it with [`RetentionPolicy::keep`], which refuses a rule
+    /// shorter than the provider's resend window.
+    pub fn retention(mut self, retention: RetentionPolicy) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets how failed inbox rows are retried and when they become dead letters
+    /// (default: 5 attempts, backoff from 1 s to 1 h with full jitter).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the longest a statement waits for a row lock (default 5 s): the server's
+    /// `lock_timeout`, set on every pooled connection.
+    ///
+    /// A concurrent copy of a delivery blocks on the first copy's uncommitted key and
+    /// then reports a duplicate; this bounds the wait, so a stuck transaction cannot
+    /// hang every receiver. A wait that runs out fails with the transient
+    /// [`PgStoreError::LockTimeout`]. Zero disables the bound (not recommended).
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a call waits for a free pooled connection, and for a new one
+    /// to open (default 5 s). A wait that runs out fails with the transient
+    /// [`PgStoreError::PoolTimeout`] or [`PgStoreError::Connect`].
+    pub fn pool_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_timeout = timeout;
+        self
+    }
+
+    /// Puts the hookbox tables in `schema`: every pooled connection runs
+    /// `SET search_path TO "<schema>"`, so your side effects see that schema too
+    /// (qualify your own tables if they live elsewhere). The schema must exist; the
+    /// name must be a plain identifier (checked by [`PgStore::connect`]).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Returns the pool size.
+    pub fn get_max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Returns the retention policy.
+    pub fn get_retention(&self) -> &RetentionPolicy {
+        &self.retention
+    }
+
+    /// Returns the retry policy.
+    pub fn get_retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// Returns the lock timeout.
+    pub fn get_lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    /// Returns the pool timeout.
+    pub fn get_pool_timeout(&self) -> Duration {
+        self.pool_timeout
+    }
+
+    /// Returns the schema, if one was set.
+    pub fn get_schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    /// The statements each new connection runs before the pool hands it out.
+    fn setup_sql(&self) -> String {
+        let mut sql = format!("SET lock_timeout = '{}ms'", self.lock_timeout.as_millis());
+        if let Some(schema) = &self.schema {
+            // validated by `check_schema`: no quote can appear in it
+            sql.push_str(&format!("; SET search_path TO \"{schema}\""));
+        }
+        sql
+    }
+}
+
+fn check_schema(schema: &str) -> Result<(), PgStoreError> {
+    let mut chars = schema.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && schema.len() <= 63;
+    if valid {
+        Ok(())
+    } else {
+        Err(PgStoreError::InvalidSchema {
+            name: schema.to_string(),
+        })
+    }
+}
+
+/// The PostgreSQL store: claims, the inbox and its worker, version guards and
+/// retention over one connection pool. Cheap to clone (the clones share the pool).
+///
+/// Build it with [`PgStore::connect`], apply the schema with [`PgStore::migrate`],
+/// then use it through [`IdempotencyStore`](hookbox_core::IdempotencyStore),
+/// [`VersionGuard`](hookbox_core::VersionGuard) and [`Inbox`](hookbox_core::Inbox).
+#[derive(Clone)]
+pub struct PgStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pool: Pool<AsyncPgConnection>,
+    pub(crate) options: PgOptions,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // the URL may hold a password: show the options and the pool's state only
+        let status = self.inner.pool.status();
+        f.debug_struct("PgStore")
+            .field("options", &self.inner.options)
+            .field("pool_size", &status.size)
+            .field("pool_available", &status.available)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Builds the pool for `url` (`postgres://user:password@host:port/database`) and
+    /// opens one connection to check that the server is reachable.
+    ///
+    /// Each connection, when opened, sets `lock_timeout`, the `search_path` when a
+    /// schema is configured, and asks for untranslated server messages
+    /// (`lc_messages = 'C'`, where the role may set it) so errors are classified
+    /// correctly. No TLS: for TLS build the connections yourself (see the crate docs).
+    ///
+    /// # Errors
+    /// [`PgStoreError::InvalidSchema`] for a bad schema name; [`PgStoreError::Connect`]
+    /// or [`PgStoreError::PoolTimeout`] when no connection could be opened.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgStoreError> {
+        if let Some(schema) = options.get_schema() {
+            check_schema(schema)?;
+        }
+        let setup_sql: Arc<str> = options.setup_sql().into();
+        let mut config = ManagerConfig::<AsyncPgConnection>::default();
+        // no test query on checkout: a connection with an open or failed transaction
+        // is still refused (diesel-async checks its transaction state), and one whose
+        // socket died is dropped by `PooledConnection` after its first error
+        config.recycling_method = RecyclingMethod::Fast;
+        config.custom_setup = Box::new(move |url| {
+            let url = url.to_string();
+            let setup_sql = Arc::clone(&setup_sql);
+            Box::pin(async move {
+                let mut conn = AsyncPgConnection::establish(&url).await?;
+                // refused unless the role may set it; the server's setting stays then
+                let _ = conn.batch_execute("SET lc_messages TO 'C'").await;
+                conn.batch_execute(&setup_sql)
+                    .await
+                    .map_err(ConnectionError::CouldntSetupConfiguration)?;
+                Ok(conn)
+            })
+        });
+        let manager = AsyncDieselConnectionManager::new_with_config(url, config);
+        let pool = Pool::builder(manager)
+            .max_size(options.get_max_connections())
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(options.get_pool_timeout()))
+            .create_timeout(Some(options.get_pool_timeout()))
+            .recycle_timeout(Some(options.get_pool_timeout()))
+            .build()
+            .map_err(|err| PgStoreError::Pool(Box::new(err)))?;
+        let store = Self {
+            inner: Arc::new(Inner { pool, options }),
+        };
+        drop(store.connection().await?);
+        Ok(store)
+    }
+
+    /// Returns the options the store was built with.
+    pub fn options(&self) -> &PgOptions {
+        &self.inner.options
+    }
+
+    /// Applies the embedded migrations that have not run yet (creating the
+    /// `hookbox_*` tables in the configured schema). Safe to call from several
+    /// processes at once: an advisory lock serializes them.
+    ///
+    /// Runs diesel's synchronous migration harness on a blocking thread
+    /// (`spawn_blocking`), so it works on both tokio runtime flavours.
+    ///
+    /// # Errors
+    /// [`PgStoreError::Migration`] when a migration fails; connection errors as for
+    /// any call.
+    pub async fn migrate(&self) -> Result<(), PgStoreError> {
+        let conn = self.connection().await?;
+        // the connection leaves the pool: the blocking harness owns it, and it is
+        // closed afterwards, releasing the advisory lock with it
+        let conn = conn.detach();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let _guard = handle.enter();
+            let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+                AsyncPgConnection,
+            >::from(conn);
+            diesel::connection::SimpleConnection::batch_execute(
+                &mut conn,
+                &format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"),
+            )
+            .map_err(PgStoreError::query)?;
+            conn.run_pending_migrations(MIGRATIONS)
+                .map(|_| ())
+                .map_err(PgStoreError::Migration)
+        })
+        .await
+        .map_err(|err| PgStoreError::Migration(Box::new(err)))?
+    }
+
+    /// Takes a connection from the pool, for the caller-owned form: begin your own
+    /// `conn.transaction(async |conn| …)`, call
+    /// [`IdempotencyStore::claim`](hookbox_core::IdempotencyStore::claim) inside it,
+    /// then your side effect.
+    ///
+    /// The connection goes back to the pool when dropped. diesel-async's pool refuses
+    /// to hand out a connection whose transaction is still open (a transaction future
+    /// dropped half-way), closing it instead, which makes the server roll back; it
+    /// does so when the connection is next taken from the pool, so until then the
+    /// abandoned transaction keeps its locks. The store's own methods close such a
+    /// connection at once.
+    ///
+    /// # Errors
+    /// [`PgStoreError::PoolTimeout`] when none became free within the pool timeout;
+    /// [`PgStoreError::Connect`] when a new one could not be opened.
+    pub async fn connection(&self) -> Result<PooledConnection, PgStoreError> {
+        let object = self.inner.pool.get().await.map_err(pool_error)?;
+        Ok(PooledConnection {
+            object: Some(object),
+            armed: false,
+        })
+    }
+
+}
+
+fn pool_error(err: DeadpoolError<ManagerError>) -> PgStoreError {
+    match err {
+        DeadpoolError::Timeout(TimeoutType::Wait) => PgStoreError::PoolTimeout,
+        DeadpoolError::Timeout(_) => PgStoreError::Connect(ConnectionError::BadConnection(
+            "opening a connection took longer than the pool timeout".into(),
+        )),
+        DeadpoolError::Backend(ManagerError::ConnectionError(err)) => PgStoreError::Connect(err),
+        DeadpoolError::Backend(ManagerError::QueryError(err)) => PgStoreError::query(err),
+        other => PgStoreError::Pool(Box::new(other)),
+    }
+}
+
+/// A connection borrowed from a [`PgStore`]'s pool; dereferences to
+/// [`AsyncPgConnection`] and goes back to the pool when dropped.
+pub struct PooledConnection {
+    object: Option<Object<AsyncDieselConnectionManager<AsyncPgConnection>>>,
+    // set while a store operation runs on the connection: still set on drop means the
+    // operation was abandoned half-way or lost its connection
+    armed: bool,
+}
+
+impl PooledConnection {
+    /// Marks the start of a store operation: if the connection is dropped before
+    /// [`PooledConnection::settle`], the operation was abandoned half-way and the
+    /// connection is closed rather than returned to the pool.
+    pub(crate) fn arm(&mut self) {
+        self.armed = true;
+    }
+
+    /// Marks the end of a store operation; `error` is its error, if it failed. A lost
+    /// connection is closed rather than returned to the pool.
+    pub(crate) fn settle(&mut self, error: Option<&PgStoreError>) {
+        self.armed = error.is_some_and(PgStoreError::breaks_connection);
+    }
+
+    /// Takes the connection out of the pool for good.
+    fn detach(mut self) -> AsyncPgConnection {
+        let object = self.object.take().expect("present until dropped");
+        Object::take(object)
+    }
+}
+
+impl fmt::Debug for PooledConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledConnection").finish_non_exhaustive()
+    }
+}
+
+impl Deref for PooledConnection {
+    type Target = AsyncPgConnection;
+
+    fn deref(&self) -> &AsyncPgConnection {
+        self.object.as_ref().expect("present until dropped")
+    }
+}
+
+impl DerefMut for PooledConnection {
+    fn deref_mut(&mut self) -> &mut AsyncPgConnection {
+        self.object.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledConnection {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Some(object) = self.object.take() {
+                // dropping the connection closes its socket; the server rolls back
+                // whatever transaction it had open and releases its locks now, not
+                // when the pool would next look at it
+                drop(Object::take(object));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for good in ["hookbox", "hb_0123abcd", "_private", "Webhooks"] {
+            assert!(check_schema(good).is_ok(), "{good}");
+        }
+        for bad in ["", "1st", "a;b", "a\"b", "a b", "schéma", &"x".repeat(64)] {
+            assert!(check_schema(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn setup_sets_the_lock_timeout_and_search_path() {
+        let sql = PgOptions::new()
+            .lock_timeout(Duration::from_millis(1500))
+            .schema("hb_test")
+            .setup_sql();
+        assert_eq!(
+            sql,
+            "SET lock_timeout = '1500ms'; SET search_path TO \"hb_test\""
+        );
+    }
+}

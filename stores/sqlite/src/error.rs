@@ -1,0 +1,102 @@
+//! The crate's error.
+
+use std::error::Error as StdError;
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use hookbox_core::StoreError;
+
+/// The pool's error type, as diesel-async's deadpool integration names it.
+pub(crate) type DeadpoolError = diesel_async::pooled_connection::deadpool::PoolError;
+
+/// What went wrong in the SQLite store.
+///
+/// [`StoreError::is_transient`] tells an HTTP edge whether the sender should retry
+/// (5xx): a busy database, a full disk or a failed open may pass; a malformed query
+/// or an unreadable row will not.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The options cannot work (for example `:memory:`, which each pooled connection
+    /// would open as a separate, empty database).
+    #[error("invalid sqlite store configuration: {0}")]
+    Config(&'static str),
+    /// The database file could not be opened or a connection could not be set up
+    /// (the `PRAGMA`s every connection runs).
+    #[error("could not open the sqlite database")]
+    Connect(#[source] diesel::ConnectionError),
+    /// The connection pool failed for another reason.
+    #[error("could not get a connection from the pool")]
+    Pool(#[source] DeadpoolError),
+    /// Another connection held the write lock for longer than the busy timeout.
+    #[error("the database stayed locked for longer than the busy timeout")]
+    Busy(#[source] DieselError),
+    /// The disk failed or is full.
+    #[error("the database file could not be read or written")]
+    Io(#[source] DieselError),
+    /// A query failed.
+    #[error("a query failed")]
+    Query(#[source] DieselError),
+    /// Applying the embedded migrations failed.
+    #[error("applying the hookbox migrations failed")]
+    Migration(#[source] Box<dyn StdError + Send + Sync>),
+    /// An inbox row could not be read back into a delivery (edited by hand, or
+    /// written by an incompatible version).
+    #[error("inbox row {id} is unreadable: {what}")]
+    Corrupt {
+        /// The row's id.
+        id: i64,
+        /// Which field is wrong.
+        what: &'static str,
+    },
+}
+
+impl Error {
+    /// Classifies a diesel error: SQLite reports a lock wait that outlasted the busy
+    /// timeout and an I/O failure only through its message (the error kind is
+    /// `Unknown`), so the message decides.
+    pub(crate) fn from_diesel(err: DieselError) -> Self {
+        let message = match &err {
+            DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => info.message(),
+            _ => return Self::Query(err),
+        };
+        // sqlite3_errstr: SQLITE_BUSY (every extended code) and SQLITE_LOCKED
+        if message.starts_with("database is locked") || message.starts_with("database table is locked")
+        {
+            Self::Busy(err)
+        } else if message.starts_with("disk I/O error")
+            || message.starts_with("database or disk is full")
+            || message.starts_with("unable to open database file")
+        {
+            Self::Io(err)
+        } else {
+            Self::Query(err)
+        }
+    }
+
+    pub(crate) fn from_pool(err: DeadpoolError) -> Self {
+        use diesel_async::pooled_connection::PoolError as Backend;
+        use diesel_async::pooled_connection::deadpool::PoolError as Outer;
+        match err {
+            Outer::Backend(Backend::ConnectionError(err)) => Self::Connect(err),
+            Outer::Backend(Backend::QueryError(err)) => Self::from_diesel(err),
+            other => Self::Pool(other),
+        }
+    }
+}
+
+impl From<DieselError> for Error {
+    fn from(err: DieselError) -> Self {
+        Self::from_diesel(err)
+    }
+}
+
+impl StoreError for Error {
+    fn is_transient(&self) -> bool {
+        match self {
+            // a lock holder commits, a disk frees up, a mount comes back, the pool
+            // gets a connection back: the same call may then succeed
+            Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) => true,
+            Self::Config(_) | Self::Query(_) | Self::Migration(_) | Self::Corrupt { .. } => false,
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The inbox and its worker on SQLite: a lease per row instead of `SKIP LOCKED`.
+//!
+//! [`Inbox::work_one`] runs two `BEGIN IMMEDIATE` transactions:
+//!
+//! 1. **lease** (short): pick the first due row that no live lease holds, count the
+//!    attempt, and write a random `lease_token` with `leased_until = now + lease`.
+//!    Other workers, in this process or another one on the same file, skip it until
+//!    the lease expires.
+//! 2. **work**: check the token is still ours, run the handler inside a savepoint,
+//!    then either set `processed_at` (and un-count the attempt) or roll the savepoint
+//!    back and record the failure; clear the lease; commit.
+//!
+//! The attempt is counted at lease time, so a poison event that kills the whole
+//! process still reaches the dead-letter limit: each crash leaves an expired lease
+//! (counted), and when the next worker finds an expired lease on a row already at
+//! the limit it dead-letters the row instead of running it again.
+
+use std::fmt::Display;
+
+use diesel::OptionalExtension as _;
+use diesel::sql_types::{BigInt, Binary, Nullable, Text};
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    BoxFuture, Inbox, InboxStats, Received, StoredDelivery, VerifiedDelivery, Worked,
+};
+
+use crate::rows::{InboxRow, duration_micros, encode_headers, from_micros, inbox_columns, micros};
+use crate::store::TxError;
+use crate::{Conn, Error, SqliteStore};
+
+/// `last_error` for an attempt whose worker stopped before it finished.
+const INTERRUPTED: &str =
+    "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
+
+/// What the lease transaction found.
+enum Lease {
+    /// No row is due.
+    Idle,
+    /// The row is ours until the lease expires.
+    Taken(Box<StoredDelivery>),
+    /// The row was dead-lettered without running (its earlier attempts all died
+    /// with their worker, or it cannot be read back).
+    Dead { id: i64, attempts: u32 },
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Stats {
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    processed: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    oldest_pending: Option<i64>,
+}
+
+fn now() -> i64 {
+    micros(OffsetDateTime::now_utc())
+}
+
+impl SqliteStore {
+    /// The lease transaction (see the module docs).
+    async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, Error> {
+        let retry = self.inner.options.retry;
+        let lease = duration_micros(self.inner.options.lease);
+        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Lease, Error> {
+            let now = now();
+            let row = diesel::sql_query(concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
+                 AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
+                 ORDER BY next_attempt_at, id LIMIT 1"
+            ))
+            .bind::<BigInt, _>(now)
+            .get_result::<InboxRow>(conn)
+            .await
+            .optional()?;
+            let Some(row) = row else {
+                return Ok(Lease::Idle);
+            };
+            let id = row.id();
+            let interrupted = row.was_interrupted();
+            if interrupted && retry.is_dead(row.attempts()) {
+                // every attempt so far died with its worker: stop feeding it workers
+                let attempts = row.attempts();
+                dead_letter(conn, id, INTERRUPTED, now, false).await?;
+                return Ok(Lease::Dead { id, attempts });
+            }
+            let mut delivery = match row.into_delivery() {
+                Ok(delivery) => delivery,
+                Err(err) => {
+                    // retrying cannot repair the row: dead-letter it so it never
+                    // blocks the rows behind it, and say why
+                    dead_letter(conn, id, &err.to_string(), now, true).await?;
+                    let attempts = self.get_attempts(conn, id).await?;
+                    return Ok(Lease::Dead { id, attempts });
+                }
+            };
+            if interrupted {
+                delivery.last_error = Some(INTERRUPTED.to_string());
+            }
+            // next_attempt_at moves with the lease so the due index skips leased rows
+            diesel::sql_query(
+                "UPDATE hookbox_inbox SET attempts = attempts + 1, \
+                 leased_until = ?1, next_attempt_at = ?1, lease_token = ?2, \
+                 last_error = CASE WHEN lease_token IS NULL THEN last_error ELSE ?3 END \
+                 WHERE id = ?4",
+            )
+            .bind::<BigInt, _>(now.saturating_add(lease))
+            .bind::<BigInt, _>(token)
+            .bind::<Text, _>(INTERRUPTED)
+            .bind::<BigInt, _>(id)
+            .execute(conn)
+            .await?;
+            Ok(Lease::Taken(Box::new(delivery)))
+        })
+        .await
+    }
+
+    async fn get_attempts(&self, conn: &mut Conn, id: i64) -> Result<u32, Error> {
+        let count = diesel::sql_query("SELECT attempts AS count FROM hookbox_inbox WHERE id = ?")
+            .bind::<BigInt, _>(id)
+            .get_result::<Count>(conn)
+            .await?;
+        Ok(u32::try_from(count.count).unwrap_or(0))
+    }
+
+    /// The work transaction (see the module docs).
+    async fn run_handler<E, H>(
+        &self,
+        conn: &mut Conn,
+        token: i64,
+        delivery: &StoredDelivery,
+        handler: &H,
+    ) -> Result<Worked, Error>
+    where
+        H: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
+            + Send
+            + Sync,
+        E: Display + Send,
+    {
+        let retry = self.inner.options.retry;
+        let id = delivery.id;
+        // the failure this attempt would be, counted at lease time
+        let attempts = delivery.attempts + 1;
+        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Worked, Error> {
+            // the lease may have run out while this worker waited for the write
+            // lock, and another worker taken the row: then it is not ours to run
+            let ours = diesel::sql_query(
+                "SELECT COUNT(*) AS count FROM hookbox_inbox \
+                 WHERE id = ? AND lease_token = ? AND processed_at IS NULL",
+            )
+            .bind::<BigInt, _>(id)
+            .bind::<BigInt, _>(token)
+            .get_result::<Count>(conn)
+            .await?;
+            if ours.count == 0 {
+                return Ok(Worked::Idle);
+            }
+            // a savepoint: a handler error rolls back the handler's writes only, and
+            // the failure is recorded in the same transaction as the lease release
+            let handled = conn
+                .transaction(async |conn: &mut Conn| {
+                    handler(conn, delivery).await.map_err(TxError::SideEffect)
+                })
+                .await;
+            let now = now();
+            match handled {
+                Ok(()) => {
+                    diesel::sql_query(
+                        "UPDATE hookbox_inbox SET processed_at = ?, attempts = attempts - 1, \
+                         leased_until = NULL, lease_token = NULL WHERE id = ?",
+                    )
+                    .bind::<BigInt, _>(now)
+                    .bind::<BigInt, _>(id)
+                    .execute(conn)
+                    .await?;
+                    Ok(Worked::Processed { id })
+                }
+                Err(TxError::SideEffect(err)) => {
+                    let dead = retry.is_dead(attempts);
+                    let next = now.saturating_add(duration_micros(retry.next_delay(attempts)));
+                    diesel::sql_query(
+                        "UPDATE hookbox_inbox SET last_error = ?, next_attempt_at = ?, \
+                         dead_at = ?, leased_until = NULL, lease_token = NULL WHERE id = ?",
+                    )
+                    .bind::<Text, _>(err.to_string())
+                    .bind::<BigInt, _>(next)
+                    .bind::<Nullable<BigInt>, _>(dead.then_some(now))
+                    .bind::<BigInt, _>(id)
+                    .execute(conn)
+                    .await?;
+                    Ok(Worked::Failed { id, attempts, dead })
+                }
+                Err(TxError::Db(err)) => Err(Error::from_diesel(err)),
+            }
+        })
+        .await
+    }
+}
+
+/// Makes row `id` a dead letter now, clearing its lease.
+async fn dead_letter(
+    conn: &mut Conn,
+    id: i64,
+    reason: &str,
+    now: i64,
+    count_attempt: bool,
+) -> Result<(), Error> {
+    diesel::sql_query(
+        "UPDATE hookbox_inbox SET dead_at = ?, last_error = ?, attempts = attempts + ?, \
+         leased_until = NULL, lease_token = NULL WHERE id = ?",
+    )
+    .bind::<BigInt, _>(now)
+    .bind::<Text, _>(reason)
+    .bind::<BigInt, _>(i64::from(count_attempt))
+    .bind::<BigInt, _>(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+impl Inbox for SqliteStore {
+    type Conn = Conn;
+    type Error = Error;
+
+    fn receive<'a>(
+        &'a self,
+        delivery: &'a VerifiedDelivery,
+    ) -> BoxFuture<'a, Result<Received, Error>> {
+        Box::pin(async move {
+            let key = delivery.dedupe_key();
+            let now = now();
+            let mut conn = self.connection().await?;
+            // one statement in autocommit: with synchronous=FULL the row is on disk
+            // (WAL fsynced) when this returns
+            let inserted = diesel::sql_query(
+                "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
+                 body, headers, received_at, next_attempt_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind::<Text, _>(key.scope())
+            .bind::<Text, _>(key.provider())
+            .bind::<Text, _>(key.delivery_id())
+            .bind::<Nullable<Text>, _>(key.tenant())
+            .bind::<Nullable<Text>, _>(delivery.event_type())
+            .bind::<Binary, _>(delivery.body().as_ref())
+            .bind::<Text, _>(encode_headers(delivery.headers()))
+            .bind::<BigInt, _>(now)
+            .bind::<BigInt, _>(now)
+            .execute(&mut *conn)
+            .await?;
+            Ok(if inserted == 1 {
+                Received::Stored
+            } else {
+                Received::AlreadyStored
+            })
+        })
+    }
+
+    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, Error>>
+    where
+        H: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
+            + Send
+            + Sync
+            + 'a,
+        E: Display + Send + 'a,
+    {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let token = fastrand::i64(..);
+            match self.take_lease(&mut conn, token).await? {
+                Lease::Idle => Ok(Worked::Idle),
+                Lease::Dead { id, attempts } => Ok(Worked::Failed {
+                    id,
+                    attempts,
+                    dead: true,
+                }),
+                Lease::Taken(delivery) => {
+                    self.run_handler(&mut conn, token, &delivery, handler).await
+                }
+            }
+        })
+    }
+
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Error>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let row = diesel::sql_query(concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE id = ?"
+            ))
+            .bind::<BigInt, _>(id)
+            .get_result::<InboxRow>(&mut *conn)
+            .await
+            .optional()?;
+            row.map(InboxRow::into_delivery).transpose()
+        })
+    }
+
+    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Error>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let rows = diesel::sql_query(concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?"
+            ))
+            .bind::<BigInt, _>(i64::from(limit))
+            .load::<InboxRow>(&mut *conn)
+            .await?;
+            rows.into_iter().map(InboxRow::into_delivery).collect()
+        })
+    }
+
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Error>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            // last_error stays, for the record
+            let replayed = diesel::sql_query(
+                "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?, \
+                 leased_until = NULL, lease_token = NULL WHERE id = ? AND dead_at IS NOT NULL",
+            )
+            .bind::<BigInt, _>(now())
+            .bind::<BigInt, _>(id)
+            .execute(&mut *conn)
+            .await?;
+            Ok(replayed == 1)
+        })
+    }
+
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, Error>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let replayed = diesel::sql_query(
+                "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?, \
+                 leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL",
+            )
+            .bind::<BigInt, _>(now())
+            .execute(&mut *conn)
+            .await?;
+            Ok(replayed as u64)
+        })
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Error>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let stats = diesel::sql_query(
+                "SELECT \
+                 (SELECT COUNT(*) FROM hookbox_inbox \
+                  WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
+                 (SELECT COUNT(*) FROM hookbox_inbox \
+                  WHERE processed_at IS NOT NULL AND dead_at IS NULL) AS processed, \
+                 (SELECT COUNT(*) FROM hookbox_inbox WHERE dead_at IS NOT NULL) AS dead, \
+                 (SELECT MIN(received_at) FROM hookbox_inbox \
+                  WHERE processed_at IS NULL AND dead_at IS NULL) AS oldest_pending",
+            )
+            .get_result::<Stats>(&mut *conn)
+            .await?;
+            let count = |n: i64| u64::try_from(n).unwrap_or(0);
+            Ok(InboxStats {
+                pending: count(stats.pending),
+                processed: count(stats.processed),
+                dead: count(stats.dead),
+                oldest_pending: stats.oldest_pending.and_then(from_micros),
+            })
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! The embedded SQLite store for hookbox: one file, no server.
+//!
+//! [`SqliteStore`] implements the three store traits of `hookbox-core` on diesel's
+//! SQLite backend:
+//!
+//! - [`IdempotencyStore`](hookbox_core::IdempotencyStore): claim a delivery's dedupe
+//!   key with `INSERT … ON CONFLICT DO NOTHING` in the **same transaction** as your
+//!   side effect, so the two commit together or not at all;
+//! - [`Inbox`](hookbox_core::Inbox): store the verified delivery durably, answer
+//!   2xx, and let a worker apply it later with retries, backoff and dead letters;
+//! - [`VersionGuard`](hookbox_core::VersionGuard): apply an update only when its
+//!   version is newer than the stored one, in the same transaction.
+//!
+//! Side effects run on [`Conn`], diesel-async's
+//! [`SyncConnectionWrapper`](diesel_async::sync_connection_wrapper::SyncConnectionWrapper)
+//! around a [`SqliteConnection`](diesel::SqliteConnection): write them with
+//! `diesel_async::RunQueryDsl` exactly as on Postgres. The wrapper runs each
+//! statement on tokio's blocking pool, so use a multi-threaded tokio runtime (the
+//! wrapper's cancellation path calls `block_in_place`, which a current-thread
+//! runtime refuses).
+//!
+//! # Examples
+//! Open a store, apply the schema, and apply one delivery exactly once:
+//! ```
+//! use diesel_async::RunQueryDsl;
+//! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
+//! use hookbox_sqlite::{SqliteOptions, SqliteStore};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("hookbox-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! # let path = dir.join("hookbox.db");
+//! let store = SqliteStore::open(&path, SqliteOptions::default()).await?;
+//! store.migrate().await?;
+//!
+//! let mut conn = store.connection().await?;
+//! diesel::sql_query("CREATE TABLE credits (account TEXT PRIMARY KEY, balance INTEGER)")
+//!     .execute(&mut *conn)
+//!     .await?;
+//! drop(conn);
+//!
+//! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+//! let credit = |conn: &mut hookbox_sqlite::Conn| -> hookbox_core::ScopedBoxFuture<'_, '_, _> {
+//!     Box::pin(async move {
+//!         diesel::sql_query(
+//!             "INSERT INTO credits VALUES ('acct_1', 100) \
+//!              ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
+//!         )
+//!         .execute(conn)
+//!         .await
+//!     })
+//! };
+//! let first = store.process_once(&key, credit).await?;
+//! assert_eq!(first, Processed::Applied(1));
+//! // the provider retries: the key is there, the side effect does not run again
+//! let second = store.process_once(&key, credit).await?;
+//! assert_eq!(second, Processed::Duplicate);
+//! # drop(store);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Guarantees
+//!
+//! | event | with the default `synchronous = FULL` | with `synchronous = NORMAL` |
+//! |---|---|---|
+//! | a 2xx after [`receive`](hookbox_core::Inbox::receive) or a committed claim | the row is in the WAL and fsynced | the row is written to the OS, not yet fsynced |
+//! | the process crashes or is killed | every acknowledged row survives; an open transaction (claim and side effect together) rolls back, so the retry applies it | same |
+//! | power loss or an OS crash | every acknowledged row survives | the last commits before the cut may be lost, and their senders will not resend them |
+//! | a worker dies mid-row | the row stays unprocessed; its lease expires and another worker applies it once | same |
+//! | two copies at once, in one process or several on the same file | exactly one applies; the other waits for the lock and reports a duplicate | same |
+//! | failover | none: SQLite is one file on one machine; use `hookbox-diesel-pg` for a replicated database | same |
+//!
+//! [`Synchronous`] explains the choice: in WAL mode, `FULL` fsyncs the WAL on every
+//! commit, which is what "a 2xx means the delivery is stored" needs; `NORMAL` trades
+//! that for throughput.
+//!
+//! ## How it is built
+//! - **Locks.** Every write transaction starts with `BEGIN IMMEDIATE`, taking
+//!   SQLite's single write lock up front; a second writer waits up to the busy
+//!   timeout ([`SqliteOptions::busy_timeout`], default 5 s) and then fails with the
+//!   transient [`Error::Busy`]. Deferred transactions that read first and then
+//!   write could instead fail to upgrade.
+//! - **Pool.** A small pool ([`SqliteOptions::max_connections`], default 4). A
+//!   connection whose transaction was left open (a cancelled future) is closed,
+//!   never handed out again, so its lock is released at once.
+//! - **Worker.** SQLite has no `SKIP LOCKED`; an inbox row is leased instead (a token
+//!   and an expiry, [`SqliteOptions::lease`], default 30 s) in a short transaction,
+//!   and the handler runs in a second one that commits `processed_at` only while the
+//!   lease is still its own. The attempt is counted when the lease is taken, so a
+//!   poison event that crashes the whole process still reaches the dead-letter
+//!   limit. A handler error rolls back to a savepoint and records the failure.
+//! - **Time.** Every timestamp is an `INTEGER` of unix microseconds (UTC): exact,
+//!   sortable, and the same for every process that opens the file.
+//! - **Schema.** Embedded migrations, applied only by [`SqliteStore::migrate`];
+//!   tables are prefixed `hookbox_`.
+#![forbid(unsafe_code)]
+
+mod error;
+mod inbox;
+mod options;
+mod pool;
+mod rows;
+mod store;
+
+pub use error::Error;
+pub use options::{SqliteOptions, Synchronous};
+pub use pool::PooledConnection;
+pub use store::SqliteStore;
+
+// the driver, so users write side effects against the versions this crate uses
+pub use diesel;
+pub use diesel_async;
+
+/// The connection a side effect or handler runs on, inside the store's transaction.
+pub type Conn =
+    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>;

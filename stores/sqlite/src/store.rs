@@ -1,0 +1,339 @@
+//! The store: claims, version guards, retention.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use diesel::connection::{AnsiTransactionManager, TransactionManager as _};
+use diesel::sql_types::{BigInt, Text};
+use diesel::sqlite::SqliteConnection;
+use diesel::{OptionalExtension as _, QueryableByName};
+use diesel_async::RunQueryDsl as _;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, ProcessError,
+    ProcessResult, Processed, Purged, ScopedBoxFuture, TimestampAdvance, VersionGuard,
+};
+
+use crate::pool::{self, ConnPool, PooledConnection};
+use crate::rows::{duration_micros, micros};
+use crate::{Conn, Error, SqliteOptions};
+
+/// The schema, embedded in the binary; applied by [`SqliteStore::migrate`].
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// Claims dedupe keys, keeps the inbox and orders updates, in one SQLite file.
+///
+/// Cheap to clone: clones share one connection pool. Open it once, call
+/// [`SqliteStore::migrate`], and hand clones to the HTTP handlers and workers. See
+/// the [crate documentation](crate) for the guarantees.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pool: ConnPool,
+    pub(crate) options: SqliteOptions,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The side effect's error inside a transaction, beside the database's own.
+pub(crate) enum TxError<E> {
+    Db(diesel::result::Error),
+    SideEffect(E),
+}
+
+impl<E> From<diesel::result::Error> for TxError<E> {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and checks that a
+    /// connection can be set up. `path` is a file path or an SQLite `file:` URI.
+    ///
+    /// Every connection runs `PRAGMA busy_timeout`, `journal_mode = WAL`,
+    /// `synchronous` (see [`Synchronous`](crate::Synchronous)) and
+    /// `foreign_keys = ON`. The schema is not touched: call
+    /// [`SqliteStore::migrate`].
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an in-memory database or a path that is not UTF-8;
+    /// [`Error::Connect`] when the file cannot be opened or refuses WAL mode.
+    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, Error> {
+        let url = path
+            .as_ref()
+            .to_str()
+            .ok_or(Error::Config("the database path is not valid UTF-8"))?;
+        if url.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(Error::Config(
+                "an in-memory database is private to one connection and lost with it; use a file",
+            ));
+        }
+        let pool = pool::build(url, &options)?;
+        // open one connection now, so a wrong path fails here and not on the first
+        // delivery
+        drop(PooledConnection::get(&pool).await?);
+        Ok(Self {
+            inner: Arc::new(Inner { pool, options }),
+        })
+    }
+
+    /// Applies the embedded migrations that are not applied yet; returns how many
+    /// ran.
+    ///
+    /// Safe to call from several processes at once: the migrations run in one
+    /// `BEGIN IMMEDIATE` transaction, so a second caller waits for the first and then
+    /// finds nothing to do.
+    ///
+    /// # Errors
+    /// [`Error::Migration`] when a migration fails (nothing is applied), or a
+    /// database error.
+    pub async fn migrate(&self) -> Result<usize, Error> {
+        let mut conn = self.connection().await?;
+        let outcome = conn
+            .spawn_blocking(|conn: &mut SqliteConnection| {
+                AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE")?;
+                match conn.run_pending_migrations(MIGRATIONS) {
+                    Ok(applied) => {
+                        let count = applied.len();
+                        AnsiTransactionManager::commit_transaction(conn)?;
+                        Ok(Ok(count))
+                    }
+                    Err(err) => {
+                        AnsiTransactionManager::rollback_transaction(conn)?;
+                        Ok(Err(err))
+                    }
+                }
+            })
+            .await?;
+        outcome.map_err(Error::Migration)
+    }
+
+    /// Checks a connection out of the store's pool, for the caller-owned form:
+    /// begin a transaction on it (prefer
+    /// [`immediate_transaction`](diesel_async::sync_connection_wrapper::SyncConnectionWrapper::immediate_transaction),
+    /// so the write lock is taken at `BEGIN`), call
+    /// [`claim`](IdempotencyStore::claim) inside, and commit.
+    ///
+    /// # Errors
+    /// The pool could not open a connection.
+    pub async fn connection(&self) -> Result<PooledConnection, Error> {
+        PooledConnection::get(&self.inner.pool).await
+    }
+
+    /// Returns the options the store was opened with.
+    pub fn options(&self) -> &SqliteOptions {
+        &self.inner.options
+    }
+}
+
+/// Inserts `key`; one row inserted means this transaction claimed it.
+async fn insert_key(conn: &mut Conn, key: &DedupeKey) -> diesel::QueryResult<Claim> {
+    let inserted = diesel::sql_query(
+        "INSERT INTO hookbox_processed_keys (source, provider, delivery_id, received_at) \
+         VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .bind::<Text, _>(key.scope())
+    .bind::<Text, _>(key.provider())
+    .bind::<Text, _>(key.delivery_id())
+    .bind::<BigInt, _>(micros(OffsetDateTime::now_utc()))
+    .execute(conn)
+    .await?;
+    Ok(if inserted == 1 {
+        Claim::New
+    } else {
+        Claim::Duplicate
+    })
+}
+
+impl IdempotencyStore for SqliteStore {
+    type Conn = Conn;
+    type Error = Error;
+
+    fn claim<'a>(
+        &'a self,
+        conn: &'a mut Conn,
+        key: &'a DedupeKey,
+    ) -> BoxFuture<'a, Result<Claim, Error>> {
+        Box::pin(async move { insert_key(conn, key).await.map_err(Error::from_diesel) })
+    }
+
+    fn process_once<'a, T, E, F>(
+        &'a self,
+        key: &'a DedupeKey,
+        side_effect: F,
+    ) -> BoxFuture<'a, ProcessResult<T, Error, E>>
+    where
+        F: for<'c> FnOnce(&'c mut Conn) -> ScopedBoxFuture<'a, 'c, Result<T, E>> + Send + 'a,
+        T: Send + 'a,
+        E: Send + 'a,
+    {
+        Box::pin(async move {
+            let mut conn = self.connection().await.map_err(ProcessError::Store)?;
+            // BEGIN IMMEDIATE takes the write lock up front: a concurrent copy waits
+            // at BEGIN (up to the busy timeout) for this one to commit, then finds the
+            // key; two deferred transactions could instead both read and then fail
+            // to upgrade
+            let outcome = conn
+                .immediate_transaction(async move |conn: &mut Conn| {
+                    if insert_key(conn, key).await? == Claim::Duplicate {
+                        return Ok(Processed::Duplicate);
+                    }
+                    match side_effect(conn).await {
+                        Ok(value) => Ok(Processed::Applied(value)),
+                        Err(err) => Err(TxError::SideEffect(err)),
+                    }
+                })
+                .await;
+            outcome.map_err(|err| match err {
+                TxError::Db(err) => ProcessError::Store(Error::from_diesel(err)),
+                TxError::SideEffect(err) => ProcessError::SideEffect(err),
+            })
+        })
+    }
+
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, Error>> {
+        Box::pin(purge(self, now))
+    }
+}
+
+#[derive(QueryableByName)]
+struct StoredTime {
+    #[diesel(sql_type = BigInt)]
+    at_micros: i64,
+}
+
+impl VersionGuard for SqliteStore {
+    fn advance<'a>(
+        &'a self,
+        conn: &'a mut Conn,
+        object: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<Advance, Error>> {
+        Box::pin(async move {
+            // the upsert's WHERE makes "not newer" a no-op: zero rows changed
+            let changed = diesel::sql_query(
+                "INSERT INTO hookbox_versions (object, version) VALUES (?, ?) \
+                 ON CONFLICT (object) DO UPDATE SET version = excluded.version \
+                 WHERE excluded.version > hookbox_versions.version",
+            )
+            .bind::<Text, _>(object)
+            .bind::<BigInt, _>(version)
+            .execute(conn)
+            .await?;
+            Ok(if changed == 1 {
+                Advance::Applied
+            } else {
+                Advance::Stale
+            })
+        })
+    }
+
+    fn advance_at<'a>(
+        &'a self,
+        conn: &'a mut Conn,
+        object: &'a str,
+        at: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<TimestampAdvance, Error>> {
+        Box::pin(async move {
+            let at = micros(at);
+            let changed = diesel::sql_query(
+                "INSERT INTO hookbox_version_times (object, at_micros) VALUES (?, ?) \
+                 ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
+                 WHERE excluded.at_micros > hookbox_version_times.at_micros",
+            )
+            .bind::<Text, _>(object)
+            .bind::<BigInt, _>(at)
+            .execute(conn)
+            .await?;
+            if changed == 1 {
+                return Ok(TimestampAdvance::Applied);
+            }
+            // not stored: the same time (a tie nobody can order) or an older one;
+            // the caller's transaction holds the write lock, so this read is current
+            let stored = diesel::sql_query(
+                "SELECT at_micros FROM hookbox_version_times WHERE object = ?",
+            )
+            .bind::<Text, _>(object)
+            .get_result::<StoredTime>(conn)
+            .await
+            .optional()?;
+            Ok(match stored {
+                Some(stored) if stored.at_micros == at => TimestampAdvance::Unknown,
+                _ => TimestampAdvance::Stale,
+            })
+        })
+    }
+}
+
+/// Deletes expired keys and processed inbox rows, provider by provider, in batches.
+async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, Error> {
+    const KEYS_OF: &str = "DELETE FROM hookbox_processed_keys WHERE (source, provider, delivery_id) IN \
+         (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+          WHERE provider = ? AND received_at < ? LIMIT ?)";
+    const ROWS_OF: &str = "DELETE FROM hookbox_inbox WHERE id IN (SELECT id FROM hookbox_inbox \
+         WHERE provider = ? AND received_at < ? \
+         AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+    // `?` is a JSON array of the providers that have their own rule
+    const KEYS_OF_OTHERS: &str = "DELETE FROM hookbox_processed_keys \
+         WHERE (source, provider, delivery_id) IN \
+         (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+          WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? LIMIT ?)";
+    const ROWS_OF_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id IN (SELECT id FROM hookbox_inbox \
+         WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? \
+         AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+
+    let policy = &store.inner.options.retention;
+    let batch = i64::from(policy.batch());
+    let mut conn = store.connection().await?;
+    let cutoff = |keep| micros(now) - duration_micros(keep);
+    let mut purged = Purged::default();
+    let mut ruled = Vec::new();
+    for (provider, keep) in policy.rules() {
+        ruled.push(provider.to_string());
+        purged.keys += delete_in_batches(&mut conn, KEYS_OF, provider, cutoff(keep), batch).await?;
+        purged.inbox_rows +=
+            delete_in_batches(&mut conn, ROWS_OF, provider, cutoff(keep), batch).await?;
+    }
+    let ruled = serde_json::Value::from(ruled).to_string();
+    let before = cutoff(DEFAULT_KEEP);
+    purged.keys += delete_in_batches(&mut conn, KEYS_OF_OTHERS, &ruled, before, batch).await?;
+    purged.inbox_rows +=
+        delete_in_batches(&mut conn, ROWS_OF_OTHERS, &ruled, before, batch).await?;
+    Ok(purged)
+}
+
+/// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
+/// rows; returns the total. Each statement is its own short transaction, so a large
+/// purge never holds the write lock for long.
+async fn delete_in_batches(
+    conn: &mut Conn,
+    sql: &'static str,
+    selector: &str,
+    before: i64,
+    batch: i64,
+) -> Result<u64, Error> {
+    let mut total = 0;
+    loop {
+        let deleted = diesel::sql_query(sql)
+            .bind::<Text, _>(selector)
+            .bind::<BigInt, _>(before)
+            .bind::<BigInt, _>(batch)
+            .execute(conn)
+            .await?;
+        total += deleted as u64;
+        if (deleted as i64) < batch {
+            return Ok(total);
+        }
+    }
+}
