@@ -13,9 +13,11 @@ printf '%s' '{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"payme
 
 roundtrip() {
   local provider=$1 secret=$2
-  local args=()
+  local args=() id=()
+  # Stripe's event id is inside the body; the others send it in a header
+  [ "$provider" = stripe ] || id=(--id "delivery-0001")
   while IFS= read -r line; do args+=(--header "$line"); done \
-    < <("$hookbox" sign --provider "$provider" --secret "$secret" --body-file "$work/body.json" --id "delivery-0001")
+    < <("$hookbox" sign --provider "$provider" --secret "$secret" --body-file "$work/body.json" "${id[@]}")
   "$hookbox" verify --provider "$provider" --secret "$secret" --body-file "$work/body.json" "${args[@]}"
 }
 
