@@ -60,7 +60,8 @@ impl Error {
             _ => return Self::Query(err),
         };
         // sqlite3_errstr: SQLITE_BUSY (every extended code) and SQLITE_LOCKED
-        if message.starts_with("database is locked") || message.starts_with("database table is locked")
+        if message.starts_with("database is locked")
+            || message.starts_with("database table is locked")
         {
             Self::Busy(err)
         } else if message.starts_with("disk I/O error")

@@ -8,7 +8,9 @@
 //!    the lease expires.
 //! 2. **work**: check the token is still ours, run the handler inside a savepoint,
 //!    then either set `processed_at` (and un-count the attempt) or roll the savepoint
-//!    back and record the failure; clear the lease; commit.
+//!    back and record the failure; clear the lease; commit. If the lease ran out
+//!    while this worker waited for the lock and another worker took the row, the
+//!    handler does not run and `work_one` reports [`Worked::Idle`].
 //!
 //! The attempt is counted at lease time, so a poison event that kills the whole
 //! process still reaches the dead-letter limit: each crash leaves an expired lease
@@ -30,8 +32,7 @@ use crate::store::TxError;
 use crate::{Conn, Error, SqliteStore};
 
 /// `last_error` for an attempt whose worker stopped before it finished.
-const INTERRUPTED: &str =
-    "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
+const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
 
 /// What the lease transaction found.
 enum Lease {

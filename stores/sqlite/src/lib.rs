@@ -24,7 +24,17 @@
 //! ```
 //! use diesel_async::RunQueryDsl;
 //! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
-//! use hookbox_sqlite::{SqliteOptions, SqliteStore};
+//! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
+//!
+//! /// The side effect: it runs on the claim's connection, inside its transaction.
+//! async fn credit(conn: &mut Conn) -> diesel::QueryResult<usize> {
+//!     diesel::sql_query(
+//!         "INSERT INTO credits VALUES ('acct_1', 100) \
+//!          ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
+//!     )
+//!     .execute(conn)
+//!     .await
+//! }
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,28 +43,18 @@
 //! # let path = dir.join("hookbox.db");
 //! let store = SqliteStore::open(&path, SqliteOptions::default()).await?;
 //! store.migrate().await?;
-//!
-//! let mut conn = store.connection().await?;
-//! diesel::sql_query("CREATE TABLE credits (account TEXT PRIMARY KEY, balance INTEGER)")
-//!     .execute(&mut *conn)
-//!     .await?;
-//! drop(conn);
+//! # let mut conn = store.connection().await?;
+//! # diesel::sql_query("CREATE TABLE credits (account TEXT PRIMARY KEY, balance INTEGER)")
+//! #     .execute(&mut *conn)
+//! #     .await?;
+//! # drop(conn);
 //!
 //! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
-//! let credit = |conn: &mut hookbox_sqlite::Conn| -> hookbox_core::ScopedBoxFuture<'_, '_, _> {
-//!     Box::pin(async move {
-//!         diesel::sql_query(
-//!             "INSERT INTO credits VALUES ('acct_1', 100) \
-//!              ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
-//!         )
-//!         .execute(conn)
-//!         .await
-//!     })
-//! };
-//! let first = store.process_once(&key, credit).await?;
+//! let first = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
 //! assert_eq!(first, Processed::Applied(1));
+//!
 //! // the provider retries: the key is there, the side effect does not run again
-//! let second = store.process_once(&key, credit).await?;
+//! let second = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
 //! assert_eq!(second, Processed::Duplicate);
 //! # drop(store);
 //! # std::fs::remove_dir_all(&dir)?;

@@ -16,8 +16,9 @@ use hookbox_core::{RetentionPolicy, RetryPolicy};
 /// With `Full`, a 2xx answered after [`Inbox::receive`](hookbox_core::Inbox::receive)
 /// or a committed claim means the row is on disk. With `Normal`, a power cut can
 /// take back a delivery that was already acknowledged, and the sender will not
-/// resend it. Measured here: about 5,000 claims per second through diesel with
-/// `Full` (one fsync per commit) and about 40,000 with `Normal`.
+/// resend it. The price of `Full` is one fsync per commit, which bounds the claim
+/// rate by the disk's fsync latency; `docs/performance.md` has the measured rates of
+/// both levels and the command that produced them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Synchronous {
     /// `PRAGMA synchronous = FULL`: every commit is on disk before it returns.

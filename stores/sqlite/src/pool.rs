@@ -12,7 +12,9 @@ use diesel::connection::SimpleConnection;
 use diesel::sqlite::SqliteConnection;
 use diesel::{ConnectionError, RunQueryDsl as _};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
 use diesel_async::{AsyncConnection, TransactionManager};
 
 use crate::options::SqliteOptions;
@@ -61,7 +63,8 @@ impl Setup {
             // the busy timeout first, so that switching to WAL waits for a lock
             // rather than failing while another process is writing
             conn.batch_execute(&format!("PRAGMA busy_timeout = {}", self.busy_timeout_ms))?;
-            let mode = diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn)?;
+            let mode =
+                diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn)?;
             conn.batch_execute(&format!(
                 "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
                 self.synchronous

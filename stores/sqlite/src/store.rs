@@ -261,13 +261,12 @@ impl VersionGuard for SqliteStore {
             }
             // not stored: the same time (a tie nobody can order) or an older one;
             // the caller's transaction holds the write lock, so this read is current
-            let stored = diesel::sql_query(
-                "SELECT at_micros FROM hookbox_version_times WHERE object = ?",
-            )
-            .bind::<Text, _>(object)
-            .get_result::<StoredTime>(conn)
-            .await
-            .optional()?;
+            let stored =
+                diesel::sql_query("SELECT at_micros FROM hookbox_version_times WHERE object = ?")
+                    .bind::<Text, _>(object)
+                    .get_result::<StoredTime>(conn)
+                    .await
+                    .optional()?;
             Ok(match stored {
                 Some(stored) if stored.at_micros == at => TimestampAdvance::Unknown,
                 _ => TimestampAdvance::Stale,

@@ -1,0 +1,193 @@
+//! Shared test setup: a fresh database file per test, the conformance harness, and
+//! the ledger side effects write to.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use diesel::OptionalExtension as _;
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel_async::RunQueryDsl as _;
+use hookbox_core::testing::{Harness, SuiteConfig};
+use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
+use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
+
+/// A directory removed when dropped.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "hookbox-sqlite-{}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.0.join("hookbox.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Opens a migrated store with a ledger on `path`.
+pub async fn open(path: &Path, options: SqliteOptions) -> SqliteStore {
+    let store = SqliteStore::open(path, options).await.unwrap();
+    store.migrate().await.unwrap();
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query(
+        "CREATE TABLE IF NOT EXISTS ledger (account TEXT PRIMARY KEY, \
+         balance BIGINT NOT NULL DEFAULT 0, plan TEXT)",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    store
+}
+
+pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
+    diesel::sql_query(
+        "INSERT INTO ledger (account, balance) VALUES (?, ?) \
+         ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
+    )
+    .bind::<Text, _>(account)
+    .bind::<BigInt, _>(amount)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(diesel::QueryableByName)]
+struct Balance {
+    #[diesel(sql_type = BigInt)]
+    balance: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Plan {
+    #[diesel(sql_type = Nullable<Text>)]
+    plan: Option<String>,
+}
+
+pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
+    let mut conn = store.connection().await?;
+    let row = diesel::sql_query("SELECT balance FROM ledger WHERE account = ?")
+        .bind::<Text, _>(account)
+        .get_result::<Balance>(&mut *conn)
+        .await
+        .optional()?;
+    Ok(row.map_or(0, |r| r.balance))
+}
+
+pub async fn total(store: &SqliteStore) -> i64 {
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query("SELECT COALESCE(SUM(balance), 0) AS balance FROM ledger")
+        .get_result::<Balance>(&mut *conn)
+        .await
+        .unwrap()
+        .balance
+}
+
+/// The conformance harness: one temp file per test.
+pub struct SqliteHarness {
+    store: SqliteStore,
+    _dir: TempDir,
+}
+
+impl Harness for SqliteHarness {
+    type Conn = Conn;
+    type Error = Error;
+    type Store = SqliteStore;
+
+    fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
+        Box::pin(async move {
+            let dir = TempDir::new();
+            let options = SqliteOptions::default()
+                .retention(config.retention)
+                .retry(config.retry)
+                .lease(config.lease);
+            let store = open(&dir.db(), options).await;
+            Self { store, _dir: dir }
+        })
+    }
+
+    fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
+    fn credit<'c>(
+        conn: &'c mut Conn,
+        account: &'c str,
+        amount: i64,
+    ) -> BoxFuture<'c, Result<(), Error>> {
+        Box::pin(credit(conn, account, amount))
+    }
+
+    fn set_plan<'c>(
+        conn: &'c mut Conn,
+        account: &'c str,
+        plan: &'c str,
+    ) -> BoxFuture<'c, Result<(), Error>> {
+        Box::pin(async move {
+            diesel::sql_query(
+                "INSERT INTO ledger (account, plan) VALUES (?, ?) \
+                 ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
+            )
+            .bind::<Text, _>(account)
+            .bind::<Text, _>(plan)
+            .execute(conn)
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
+        Box::pin(balance(&self.store, account))
+    }
+
+    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
+        Box::pin(async move {
+            let mut conn = self.store.connection().await?;
+            let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
+                .bind::<Text, _>(account)
+                .get_result::<Plan>(&mut *conn)
+                .await
+                .optional()?;
+            Ok(row.and_then(|r| r.plan))
+        })
+    }
+
+    fn claim_in_own_transaction<'a>(
+        &'a self,
+        key: &'a DedupeKey,
+        account: &'a str,
+        amount: i64,
+    ) -> BoxFuture<'a, Result<Claim, Error>> {
+        Box::pin(async move {
+            let store = &self.store;
+            let mut conn = store.connection().await?;
+            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, Error> {
+                let claim = store.claim(conn, key).await?;
+                if claim == Claim::New {
+                    credit(conn, account, amount).await?;
+                }
+                Ok(claim)
+            })
+            .await
+        })
+    }
+}

@@ -1,0 +1,476 @@
+//! SQLite-specific behaviour: connection setup, the pool's handling of abandoned
+//! transactions, leases, several connections in one process.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{TempDir, balance, credit, open, total};
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::RunQueryDsl as _;
+use hookbox_core::bytes::Bytes;
+use hookbox_core::testing::delivery;
+use hookbox_core::{
+    BoxFuture, DedupeKey, IdempotencyStore, Inbox, KeptHeaders, ProcessError, Processed,
+    RetryPolicy, StoreError as _, StoredDelivery, VerifiedDelivery, Worked,
+};
+use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore, Synchronous};
+
+#[derive(diesel::QueryableByName)]
+struct Pragma {
+    #[diesel(sql_type = Text)]
+    value: String,
+}
+
+async fn pragma(conn: &mut Conn, name: &str) -> String {
+    // the one column of a pragma's table, whatever its name
+    diesel::sql_query(format!(
+        "SELECT CAST((SELECT * FROM pragma_{name}) AS TEXT) AS value"
+    ))
+    .get_result::<Pragma>(conn)
+    .await
+    .unwrap()
+    .value
+}
+
+fn credit_handler<'c>(
+    conn: &'c mut Conn,
+    row: &'c StoredDelivery,
+) -> BoxFuture<'c, Result<(), Error>> {
+    Box::pin(async move {
+        let account = format!("inbox-{}", row.key.delivery_id());
+        credit(conn, &account, 100).await
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_connection_runs_the_pragmas() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(1234));
+    let store = open(&dir.db(), options).await;
+    let mut conn = store.connection().await.unwrap();
+    assert_eq!(pragma(&mut conn, "journal_mode").await, "wal");
+    assert_eq!(pragma(&mut conn, "synchronous").await, "2", "FULL");
+    assert_eq!(pragma(&mut conn, "foreign_keys").await, "1");
+    assert_eq!(pragma(&mut conn, "busy_timeout").await, "1234");
+    drop(conn);
+
+    let normal = SqliteStore::open(
+        dir.db(),
+        SqliteOptions::default().synchronous(Synchronous::Normal),
+    )
+    .await
+    .unwrap();
+    let mut conn = normal.connection().await.unwrap();
+    assert_eq!(pragma(&mut conn, "synchronous").await, "1", "NORMAL");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_is_idempotent_and_memory_databases_are_refused() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db(), SqliteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.migrate().await.unwrap(), 1);
+    assert_eq!(store.migrate().await.unwrap(), 0);
+
+    let memory = SqliteStore::open(":memory:", SqliteOptions::default()).await;
+    assert!(matches!(memory, Err(Error::Config(_))), "{memory:?}");
+
+    let missing = dir.path().join("no/such/dir/hookbox.db");
+    let err = SqliteStore::open(missing, SqliteOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect(_)), "{err:?}");
+}
+
+/// Several processes starting at once on a new file: one applies the schema, the
+/// others wait for its lock and find nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_migrations_apply_the_schema_once() {
+    let dir = TempDir::new();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let db = dir.db();
+        tasks.push(tokio::spawn(async move {
+            let store = SqliteStore::open(db, SqliteOptions::default())
+                .await
+                .unwrap();
+            store.migrate().await.unwrap()
+        }));
+    }
+    let mut applied = 0;
+    for task in tasks {
+        applied += task.await.unwrap();
+    }
+    assert_eq!(applied, 1);
+}
+
+/// A future dropped mid-transaction must not leave SQLite's write lock held by a
+/// connection parked in the pool: the next writer gets it within a short busy
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .busy_timeout(Duration::from_millis(200))
+        .max_connections(2);
+    let store = open(&dir.db(), options).await;
+    let key = DedupeKey::new("test", "standard", "evt_cancelled");
+    // another connection checked out meanwhile, so that the pool holds a healthy
+    // idle connection ahead of the abandoned one
+    let other = store.connection().await.unwrap();
+    let mut stuck = Box::pin(store.process_once(&key, |conn| {
+        Box::pin(async move {
+            credit(conn, "acct", 100).await?;
+            std::future::pending::<Result<(), Error>>().await
+        })
+    }));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), &mut stuck)
+            .await
+            .is_err()
+    );
+    drop(other);
+    drop(stuck);
+    // with the lock still held, this would fail with Busy after 200 ms
+    for i in 0..4 {
+        let key = DedupeKey::new("test", "standard", format!("evt_after_{i}"));
+        let applied = store
+            .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+            .await
+            .unwrap();
+        assert_eq!(applied, Processed::Applied(()));
+    }
+    assert_eq!(balance(&store, "acct").await.unwrap(), 4);
+    // and the cancelled claim was released
+    let again = store
+        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .await
+        .unwrap();
+    assert_eq!(again, Processed::Applied(()));
+}
+
+/// A lock held past the busy timeout is reported as transient, so an edge answers
+/// 5xx and the sender retries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lock_held_too_long_is_a_transient_busy_error() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(100));
+    let store = open(&dir.db(), options).await;
+    let mut holder = store.connection().await.unwrap();
+    diesel::sql_query("BEGIN IMMEDIATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let key = DedupeKey::new("test", "standard", "evt_busy");
+    let result = store
+        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+        .await;
+    match result {
+        Err(ProcessError::Store(err @ Error::Busy(_))) => assert!(err.is_transient()),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let received = store.receive(&delivery("evt_busy_inbox", "{}")).await;
+    assert!(matches!(received, Err(Error::Busy(_))), "{received:?}");
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+}
+
+/// Several connections in one process: 200 events, 4 copies each, racing over 4
+/// pooled connections; every event applies once and the ledger is exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copies_racing_over_several_connections_apply_once() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default().max_connections(4)).await;
+    let (events, copies) = (200, 4);
+    let mut tasks = Vec::new();
+    for copy in 0..copies {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut applied = 0;
+            for n in 0..events {
+                // each copy walks the events in its own order
+                let i = (n * 7 + copy * 50) % events;
+                let key = DedupeKey::new("test", "standard", format!("evt_{i}"));
+                let account = format!("acct_{}", i % 10);
+                let outcome = store
+                    .process_once(&key, move |conn| {
+                        Box::pin(async move { credit(conn, &account, 100).await })
+                    })
+                    .await
+                    .unwrap();
+                applied += u32::from(outcome == Processed::Applied(()));
+            }
+            applied
+        }));
+    }
+    let mut applied = 0;
+    for task in tasks {
+        applied += task.await.unwrap();
+    }
+    assert_eq!(applied, events);
+    assert_eq!(total(&store).await, i64::from(events) * 100);
+    for a in 0..10 {
+        let expected = i64::from(events / 10) * 100;
+        assert_eq!(
+            balance(&store, &format!("acct_{a}")).await.unwrap(),
+            expected
+        );
+    }
+}
+
+/// The same through the inbox: copies received concurrently, drained by four
+/// worker tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inbox_copies_and_workers_over_several_connections() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default()).await;
+    let events = 200;
+    let mut receivers = Vec::new();
+    for copy in 0..4 {
+        let store = store.clone();
+        receivers.push(tokio::spawn(async move {
+            for n in 0..events {
+                let i = (n + copy * 50) % events;
+                store
+                    .receive(&delivery(&format!("evt_{i}"), "{}"))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let store = store.clone();
+        workers.push(tokio::spawn(async move {
+            let mut processed = 0;
+            let mut idle = 0;
+            // keep going until the receivers are done and the inbox stays empty
+            while idle < 20 {
+                match store.work_one(&credit_handler).await.unwrap() {
+                    Worked::Processed { .. } => {
+                        processed += 1;
+                        idle = 0;
+                    }
+                    Worked::Idle => {
+                        idle += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Worked::Failed { .. } => panic!("the handler does not fail"),
+                }
+            }
+            processed
+        }));
+    }
+    for task in receivers {
+        task.await.unwrap();
+    }
+    let mut processed = 0;
+    for task in workers {
+        processed += task.await.unwrap();
+    }
+    assert_eq!(processed, events);
+    assert_eq!(total(&store).await, i64::from(events) * 100);
+    let stats = store.stats().await.unwrap();
+    assert_eq!((stats.pending, stats.processed, stats.dead), (0, 200, 0));
+}
+
+/// The attempt is counted when the lease is taken: a row whose workers keep dying
+/// (here: their futures are dropped) reaches the dead-letter limit without its
+/// handler ever returning an error, and the rows behind it flow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_row_that_keeps_killing_its_worker_is_dead_lettered() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .lease(Duration::from_millis(50))
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+        });
+    let store = open(&dir.db(), options).await;
+    store
+        .receive(&delivery("evt_crasher", "crash"))
+        .await
+        .unwrap();
+    let crashing = handler(|conn, row| {
+        let crash = row.body.as_ref() == b"crash";
+        Box::pin(async move {
+            if crash {
+                // the process "dies" mid-handler
+                std::future::pending::<()>().await;
+            }
+            credit(conn, "acct", 100).await
+        })
+    });
+    for attempt in 1..=3u32 {
+        let cut = tokio::time::timeout(Duration::from_millis(100), store.work_one(&crashing)).await;
+        assert!(cut.is_err(), "attempt {attempt} hung and was cut off");
+        let row = store.get(1).await.unwrap().unwrap();
+        assert_eq!(row.attempts, attempt);
+        tokio::time::sleep(Duration::from_millis(60)).await; // the lease expires
+    }
+    store.receive(&delivery("evt_fine", "{}")).await.unwrap();
+    let worked = store.work_one(&crashing).await.unwrap();
+    assert_eq!(
+        worked,
+        Worked::Failed {
+            id: 1,
+            attempts: 3,
+            dead: true
+        }
+    );
+    let letter = &store.dead_letters(10).await.unwrap()[0];
+    assert!(
+        letter
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("lease expired")
+    );
+    assert_eq!(
+        store.work_one(&crashing).await.unwrap(),
+        Worked::Processed { id: 2 }
+    );
+    assert_eq!(balance(&store, "acct").await.unwrap(), 100);
+}
+
+/// Pins a closure to the higher-ranked handler signature.
+fn handler<F>(f: F) -> F
+where
+    F: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), Error>>
+        + Send
+        + Sync,
+{
+    f
+}
+
+/// A successful attempt does not count as a failure, and an interrupted one is
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn attempts_count_failures_only() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().lease(Duration::from_millis(50));
+    let store = open(&dir.db(), options).await;
+    store.receive(&delivery("evt_ok", "{}")).await.unwrap();
+    assert_eq!(
+        store.work_one(&credit_handler).await.unwrap(),
+        Worked::Processed { id: 1 }
+    );
+    let row = store.get(1).await.unwrap().unwrap();
+    assert_eq!(row.attempts, 0);
+    assert!(row.processed_at.is_some());
+    assert_eq!(row.last_error, None);
+}
+
+/// A row that cannot be read back (edited by hand) is dead-lettered with the reason
+/// instead of stopping the worker; the rows behind it flow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreadable_row_is_dead_lettered_not_fatal() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default()).await;
+    store.receive(&delivery("evt_bad", "{}")).await.unwrap();
+    store.receive(&delivery("evt_good", "{}")).await.unwrap();
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query("UPDATE hookbox_inbox SET headers = 'not json' WHERE id = 1")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert!(matches!(
+        store.work_one(&credit_handler).await.unwrap(),
+        Worked::Failed {
+            id: 1,
+            dead: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        store.work_one(&credit_handler).await.unwrap(),
+        Worked::Processed { id: 2 }
+    );
+    let err = store.get(1).await.unwrap_err();
+    assert!(matches!(err, Error::Corrupt { id: 1, .. }), "{err:?}");
+    assert!(!err.is_transient());
+}
+
+/// A tenant-scoped key and arbitrary bytes read back exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_keys_read_back_exactly() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default()).await;
+    let key = DedupeKey::new("shop/endpoint", "shopify", "b54557e4").with_tenant("a.myshopify.com");
+    let d = VerifiedDelivery::new(
+        key.clone(),
+        Bytes::from_static(b"\x00\xff"),
+        KeptHeaders::default(),
+    );
+    store.receive(&d).await.unwrap();
+    let row = store.get(1).await.unwrap().unwrap();
+    assert_eq!(row.key, key);
+    assert_eq!(row.key.tenant(), Some("a.myshopify.com"));
+    assert_eq!(row.body.as_ref(), b"\x00\xff");
+    assert_eq!(row.event_type, None);
+}
+
+/// Providers without a rule keep the default 30 days; a rule applies to its own
+/// provider only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_uses_the_default_for_providers_without_a_rule() {
+    let dir = TempDir::new();
+    let retention = hookbox_core::RetentionPolicy::default()
+        .keep_below_provider_minimum("shopify", Duration::from_secs(3600));
+    let store = open(&dir.db(), SqliteOptions::default().retention(retention)).await;
+    for provider in ["shopify", "stripe", "acme"] {
+        let key = DedupeKey::new("test", provider_name(provider), "evt_1");
+        store
+            .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+            .await
+            .unwrap();
+    }
+    let now = hookbox_core::time::OffsetDateTime::now_utc();
+    let purged = store
+        .purge(now + Duration::from_secs(2 * 3600))
+        .await
+        .unwrap();
+    assert_eq!(purged.keys, 1, "only shopify's hour has passed");
+    let purged = store
+        .purge(now + Duration::from_secs(31 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(purged.keys, 2, "stripe and acme at 30 days");
+}
+
+fn provider_name(name: &str) -> &'static str {
+    match name {
+        "shopify" => "shopify",
+        "stripe" => "stripe",
+        _ => "acme",
+    }
+}
+
+/// Claims made by two stores on the same file (as two processes would) see each
+/// other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_on_one_file_share_keys() {
+    let dir = TempDir::new();
+    let a = open(&dir.db(), SqliteOptions::default()).await;
+    let b = Arc::new(open(&dir.db(), SqliteOptions::default()).await);
+    let key = DedupeKey::new("test", "standard", "evt_shared");
+    let applied = a
+        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .await
+        .unwrap();
+    assert_eq!(applied, Processed::Applied(()));
+    let dup = b
+        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .await
+        .unwrap();
+    assert_eq!(dup, Processed::Duplicate);
+    let _ = BigInt;
+}
