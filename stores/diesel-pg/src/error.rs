@@ -33,6 +33,15 @@ pub enum PgStoreError {
     /// A statement failed; see [`StoreError::is_transient`] for whether a retry may help.
     #[error("a postgres statement failed")]
     Query(#[source] DieselError),
+    /// A statement inside the transaction failed, yet the side effect returned `Ok`
+    /// (it swallowed the error). PostgreSQL would have answered the `COMMIT` with a
+    /// silent rollback, so the store rolled back and reports it instead of reporting
+    /// the delivery as applied. Not transient: return the statement's error from
+    /// the side effect.
+    #[error(
+        "a statement failed inside the transaction but the side effect returned ok; rolled back"
+    )]
+    StatementFailed,
     /// Applying the embedded migrations failed.
     #[error("applying the hookbox migrations failed")]
     Migration(#[source] BoxError),
@@ -77,15 +86,25 @@ impl PgStoreError {
     }
 }
 
+/// Lets a side effect that uses this error type write `?` after a diesel call; a lock
+/// timeout becomes [`PgStoreError::LockTimeout`], anything else [`PgStoreError::Query`].
+impl From<DieselError> for PgStoreError {
+    fn from(err: DieselError) -> Self {
+        Self::query(err)
+    }
+}
+
 impl StoreError for PgStoreError {
     fn is_transient(&self) -> bool {
         match self {
             Self::Connect(err) => connection_error_is_transient(err),
             Self::PoolTimeout | Self::LockTimeout(_) => true,
             Self::Query(err) => query_error_is_transient(err),
-            Self::Pool(_) | Self::Migration(_) | Self::Corrupt { .. } | Self::InvalidSchema { .. } => {
-                false
-            }
+            Self::Pool(_)
+            | Self::StatementFailed
+            | Self::Migration(_)
+            | Self::Corrupt { .. }
+            | Self::InvalidSchema { .. } => false,
         }
     }
 }
@@ -248,7 +267,10 @@ mod tests {
                 "could not serialize access due to concurrent update",
             ),
             (DatabaseErrorKind::UnableToSendCommand, "connection closed"),
-            (DatabaseErrorKind::Unknown, "the database system is starting up"),
+            (
+                DatabaseErrorKind::Unknown,
+                "the database system is starting up",
+            ),
         ] {
             let err = PgStoreError::query(db(kind, message));
             assert!(err.is_transient(), "{message}");
@@ -268,11 +290,23 @@ mod tests {
                 DatabaseErrorKind::UniqueViolation,
                 "duplicate key value violates unique constraint",
             ),
-            (DatabaseErrorKind::CheckViolation, "violates check constraint"),
-            (DatabaseErrorKind::Unknown, "syntax error at or near \"SELEC\""),
-            (DatabaseErrorKind::Unknown, "relation \"hookbox_inbox\" does not exist"),
+            (
+                DatabaseErrorKind::CheckViolation,
+                "violates check constraint",
+            ),
+            (
+                DatabaseErrorKind::Unknown,
+                "syntax error at or near \"SELEC\"",
+            ),
+            (
+                DatabaseErrorKind::Unknown,
+                "relation \"hookbox_inbox\" does not exist",
+            ),
         ] {
-            assert!(!PgStoreError::query(db(kind, message)).is_transient(), "{message}");
+            assert!(
+                !PgStoreError::query(db(kind, message)).is_transient(),
+                "{message}"
+            );
         }
         let auth = ConnectionError::CouldntSetupConfiguration(db(
             DatabaseErrorKind::Unknown,

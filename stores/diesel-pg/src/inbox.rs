@@ -13,6 +13,7 @@ use hookbox_core::{
 };
 use time::OffsetDateTime;
 
+use crate::pool::statement_failed;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::TxError;
 use crate::{PgStore, PgStoreError};
@@ -83,7 +84,9 @@ fn provider_name(name: &str) -> &'static str {
     if let Some(known) = BUILT_IN.iter().find(|known| **known == name) {
         return known;
     }
-    let mut others = OTHERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut others = OTHERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(known) = others.iter().find(|known| **known == name) {
         return known;
     }
@@ -163,7 +166,10 @@ impl Inbox for PgStore {
 
     fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, PgStoreError>>
     where
-        H: for<'c> Fn(&'c mut AsyncPgConnection, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
+        H: for<'c> Fn(
+                &'c mut AsyncPgConnection,
+                &'c StoredDelivery,
+            ) -> BoxFuture<'c, Result<(), E>>
             + Send
             + Sync
             + 'a,
@@ -199,11 +205,20 @@ impl Inbox for PgStore {
                         // failure while the row stays locked for the bookkeeping
                         Ok(delivery) => conn
                             .transaction(async |conn| {
-                                handler(conn, &delivery).await.map_err(TxError::Caller)
+                                handler(conn, &delivery).await.map_err(TxError::Caller)?;
+                                if statement_failed(conn) {
+                                    // releasing the savepoint would fail and stop the
+                                    // worker; fail the row instead, visibly
+                                    return Err(TxError::StatementFailed);
+                                }
+                                Ok(())
                             })
                             .await
                             .map_err(|err| match err {
                                 TxError::Caller(err) => Ok(err.to_string()),
+                                TxError::StatementFailed => {
+                                    Ok(PgStoreError::StatementFailed.to_string())
+                                }
                                 TxError::Db(err) => Err(err),
                             })
                             .err(),
@@ -236,6 +251,7 @@ impl Inbox for PgStore {
                 .await;
             let result = result.map_err(|err| match err {
                 TxError::Db(err) => PgStoreError::query(err),
+                TxError::StatementFailed => PgStoreError::StatementFailed,
                 TxError::Caller(err) => err,
             });
             conn.settle(result.as_ref().err());

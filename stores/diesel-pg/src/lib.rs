@@ -23,8 +23,9 @@
 //! | `process_once` or `receive` returned `Ok` (answer 2xx) | the key, and with `process_once` the side effect, are committed on the primary. With the default `synchronous_commit = on` the commit is flushed to the primary's WAL before it returns |
 //! | a duplicate, a concurrent copy | exactly one copy applies; a concurrent copy waits on the first copy's uncommitted key (at most `lock_timeout`) and then reports `Duplicate`, or applies if the first rolled back |
 //! | the side effect failed, the store failed | nothing was committed: the key is free, the sender's retry runs the side effect again |
+//! | a statement failed inside the side effect but it returned `Ok` (error swallowed) | PostgreSQL would answer `COMMIT` with a silent rollback; the store notices the failed statement, rolls back and returns [`PgStoreError::StatementFailed`] instead of reporting the delivery as applied (a worker's handler that does this fails its row) |
 //! | the process crashed or was killed mid-transaction | the server rolls back the open transaction when the connection drops: the key is free again, an inbox row is unprocessed and another worker takes it (`SKIP LOCKED` skips only rows locked by live transactions) |
-//! | a future dropped mid-transaction (a cancelled request) | the store closes that connection instead of reusing it, so the server rolls back at once (see [`PgStore::connection`] for connections you hold yourself) |
+//! | a future dropped mid-transaction (a cancelled request) | the store closes that connection instead of returning it to the pool, so the server rolls back and releases the key at once; also for a connection you took with [`PgStore::connection`] |
 //! | power loss on the database server | what was committed survives if the server runs with `fsync = on` and `synchronous_commit = on` (the defaults); with `synchronous_commit = off` the last commits (up to 3 × `wal_writer_delay`) can be lost even though 2xx was answered |
 //! | failover to a replica | with asynchronous replication (the default) the last commits before the failover can be missing on the new primary: keys too, so a retry of such a delivery is applied again. Only synchronous replication (`synchronous_standby_names` with `synchronous_commit = on` or `remote_apply`) makes a 2xx survive failover |
 //!
@@ -33,10 +34,9 @@
 //! Apply a credit once per delivery (needs a running server, so not run here):
 //!
 //! ```no_run
-//! use diesel::prelude::*;
-//! use diesel_async::RunQueryDsl;
 //! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
-//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel, diesel_async};
+//! use hookbox_diesel_pg::diesel_async::RunQueryDsl;
+//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let store = PgStore::connect("postgres://app@localhost/app", PgOptions::new()).await?;
@@ -66,20 +66,31 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use hookbox_core::{Inbox, StoredDelivery, VerifiedDelivery, run_worker};
-//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel_async::AsyncPgConnection};
+//! use hookbox_core::{BoxFuture, Inbox, StoredDelivery, VerifiedDelivery, run_worker};
+//! use hookbox_diesel_pg::diesel_async::{AsyncPgConnection, RunQueryDsl};
+//! use hookbox_diesel_pg::{PgOptions, PgStore, diesel};
+//!
+//! // the handler runs on the row's transaction: its writes commit with `processed_at`
+//! fn handle<'c>(
+//!     conn: &'c mut AsyncPgConnection,
+//!     row: &'c StoredDelivery,
+//! ) -> BoxFuture<'c, Result<(), diesel::result::Error>> {
+//!     Box::pin(async move {
+//!         diesel::sql_query("INSERT INTO audit (delivery) VALUES ($1)")
+//!             .bind::<diesel::sql_types::Text, _>(row.key.delivery_id())
+//!             .execute(conn)
+//!             .await?;
+//!         Ok(())
+//!     })
+//! }
 //!
 //! # async fn run(delivery: VerifiedDelivery) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let store = PgStore::connect("postgres://app@localhost/app", PgOptions::new()).await?;
 //! store.receive(&delivery).await?; // Stored or AlreadyStored: answer 2xx
 //!
-//! let handler = |conn: &mut AsyncPgConnection, row: &StoredDelivery| {
-//!     let _ = (conn, row.body.len()); // your writes, on the row's transaction
-//!     Box::pin(async { Ok::<(), String>(()) }) as hookbox_core::BoxFuture<'_, _>
-//! };
 //! let shutdown = tokio::time::sleep(Duration::from_secs(60));
-//! let report = run_worker(&store, handler, Duration::from_millis(200), shutdown).await?;
-//! println!("processed {}", report.processed);
+//! let report = run_worker(&store, handle, Duration::from_millis(200), shutdown).await?;
+//! println!("processed {}, dead letters {}", report.processed, report.dead);
 //! # Ok(())
 //! # }
 //! ```
@@ -93,11 +104,25 @@
 //!
 //! # Pool and driver
 //!
-//! The pool is diesel-async's deadpool integration. A connection is checked on
-//! checkout without a test query (diesel-async refuses one whose transaction is still
-//! open or broken); the store's own calls close a connection that lost its socket or
-//! whose operation was abandoned half-way, so a dead or mid-transaction connection is
-//! never handed out again. Connections are plain TCP (tokio-postgres without TLS).
+//! The pool is diesel-async's deadpool integration (`pooled_connection::deadpool`),
+//! chosen over bb8 because deadpool lets the store take a connection out of the pool
+//! (`Object::take`) and close it on the spot. That matters twice:
+//!
+//! - A future dropped mid-transaction (a request cancelled by its client, a
+//!   `tokio::time::timeout`) leaves its connection inside an open transaction that
+//!   still holds the claimed key's lock. diesel-async's recycle check refuses such a
+//!   connection, but only when the pool next hands it out; until then every copy of
+//!   that delivery would wait on the lock. [`PooledConnection`] closes it when
+//!   dropped instead: the server rolls the transaction back and releases its locks
+//!   immediately.
+//! - A connection whose socket died (the server restarted, a failover) is closed
+//!   after its first error instead of failing again and again. This lets the pool
+//!   skip the test query on checkout (`RecyclingMethod::Fast`), which would add a
+//!   round trip to every claim.
+//!
+//! Each new connection runs `SET lock_timeout`, `SET search_path` when a schema is
+//! configured, and `SET lc_messages TO 'C'` where the role may. Connections are
+//! plain TCP (tokio-postgres without TLS).
 //!
 //! Errors are classified for [`StoreError::is_transient`](hookbox_core::StoreError):
 //! connection refused or closed, pool timeout, lock timeout (55P03), serialization

@@ -8,6 +8,7 @@ use std::time::Duration;
 use deadpool::Runtime;
 use deadpool::managed::{Object, PoolError as DeadpoolError, TimeoutType};
 use diesel::ConnectionError;
+use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, PoolError as ManagerError, RecyclingMethod,
@@ -21,8 +22,8 @@ use crate::PgStoreError;
 /// The schema migration, embedded at compile time and applied by [`PgStore::migrate`].
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
-/// An arbitrary constant: the advisory lock that serializes concurrent `migrate` calls.
-const MIGRATION_LOCK: i64 = 0x686f_6f6b_626f_78;
+/// The advisory lock that serializes concurrent `migrate` calls ("hookbox" in ASCII).
+const MIGRATION_LOCK: i64 = 0x0068_6f6f_6b62_6f78;
 
 /// How a [`PgStore`] is configured.
 ///
@@ -209,7 +210,7 @@ impl PgStore {
     /// Each connection, when opened, sets `lock_timeout`, the `search_path` when a
     /// schema is configured, and asks for untranslated server messages
     /// (`lc_messages = 'C'`, where the role may set it) so errors are classified
-    /// correctly. No TLS: for TLS build the connections yourself (see the crate docs).
+    /// correctly. Connections are plain TCP: TLS is not supported yet.
     ///
     /// # Errors
     /// [`PgStoreError::InvalidSchema`] for a bad schema name; [`PgStoreError::Connect`]
@@ -229,6 +230,7 @@ impl PgStore {
             let setup_sql = Arc::clone(&setup_sql);
             Box::pin(async move {
                 let mut conn = AsyncPgConnection::establish(&url).await?;
+                conn.set_instrumentation(FailureWatch::new());
                 // refused unless the role may set it; the server's setting stays then
                 let _ = conn.batch_execute("SET lc_messages TO 'C'").await;
                 conn.batch_execute(&setup_sql)
@@ -297,12 +299,10 @@ impl PgStore {
     /// [`IdempotencyStore::claim`](hookbox_core::IdempotencyStore::claim) inside it,
     /// then your side effect.
     ///
-    /// The connection goes back to the pool when dropped. diesel-async's pool refuses
-    /// to hand out a connection whose transaction is still open (a transaction future
-    /// dropped half-way), closing it instead, which makes the server roll back; it
-    /// does so when the connection is next taken from the pool, so until then the
-    /// abandoned transaction keeps its locks. The store's own methods close such a
-    /// connection at once.
+    /// The connection goes back to the pool when dropped, unless a transaction is
+    /// still open on it (a transaction future dropped half-way): then it is closed, so
+    /// the server rolls back and releases the claimed key's lock at once instead of
+    /// when the pool would next look at the connection.
     ///
     /// # Errors
     /// [`PgStoreError::PoolTimeout`] when none became free within the pool timeout;
@@ -314,14 +314,86 @@ impl PgStore {
             armed: false,
         })
     }
+}
 
+/// Watches a connection's statements for one that failed inside a transaction.
+///
+/// PostgreSQL aborts a transaction at its first failed statement and answers a later
+/// `COMMIT` with a silent `ROLLBACK`. A side effect that swallows a statement's error
+/// and returns `Ok` would therefore have the store report the delivery as applied
+/// while nothing, not even the key, was committed: the sender gets its 2xx and never
+/// retries. The store checks this watch before committing and rolls back instead.
+struct FailureWatch {
+    // the instrumentation the connection had (diesel's global default), still fed
+    inner: Option<Box<dyn Instrumentation>>,
+    depth: u32,
+    // the outermost transaction depth at which a statement failed, until a rollback
+    // to or above that depth undoes it
+    failed_at: Option<u32>,
+}
+
+impl FailureWatch {
+    fn new() -> Self {
+        Self {
+            inner: diesel::connection::get_default_instrumentation(),
+            depth: 0,
+            failed_at: None,
+        }
+    }
+}
+
+impl Instrumentation for FailureWatch {
+    fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
+        match &event {
+            InstrumentationEvent::BeginTransaction { depth, .. } => {
+                self.depth = depth.get();
+                if self.depth == 1 {
+                    self.failed_at = None;
+                }
+            }
+            InstrumentationEvent::FinishQuery { error: Some(_), .. } if self.depth > 0 => {
+                let depth = self.depth;
+                self.failed_at = Some(self.failed_at.map_or(depth, |at| at.min(depth)));
+            }
+            InstrumentationEvent::RollbackTransaction { depth, .. } => {
+                if self.failed_at.is_some_and(|at| at >= depth.get()) {
+                    self.failed_at = None;
+                }
+                self.depth = depth.get() - 1;
+            }
+            InstrumentationEvent::CommitTransaction { depth, .. } => {
+                self.depth = depth.get() - 1;
+            }
+            _ => {}
+        }
+        if let Some(inner) = &mut self.inner {
+            inner.on_connection_event(event);
+        }
+    }
+}
+
+/// Returns `true` when a statement failed in the open transaction (or the savepoint
+/// the caller is in) and was not rolled back: committing would silently roll back.
+pub(crate) fn statement_failed(conn: &mut AsyncPgConnection) -> bool {
+    // a connection whose instrumentation was replaced is not watched: no claim
+    conn.instrumentation()
+        .downcast_ref::<FailureWatch>()
+        .is_some_and(|watch| watch.failed_at.is_some())
+}
+
+/// Returns `true` while a transaction (begun through diesel's transaction manager) is
+/// open on the connection.
+fn in_transaction(conn: &mut AsyncPgConnection) -> bool {
+    conn.instrumentation()
+        .downcast_ref::<FailureWatch>()
+        .is_some_and(|watch| watch.depth > 0)
 }
 
 fn pool_error(err: DeadpoolError<ManagerError>) -> PgStoreError {
     match err {
         DeadpoolError::Timeout(TimeoutType::Wait) => PgStoreError::PoolTimeout,
         DeadpoolError::Timeout(_) => PgStoreError::Connect(ConnectionError::BadConnection(
-            "opening a connection took longer than the pool timeout".into(),
+            "no connection could be opened or checked within the pool timeout".into(),
         )),
         DeadpoolError::Backend(ManagerError::ConnectionError(err)) => PgStoreError::Connect(err),
         DeadpoolError::Backend(ManagerError::QueryError(err)) => PgStoreError::query(err),
@@ -381,13 +453,16 @@ impl DerefMut for PooledConnection {
 
 impl Drop for PooledConnection {
     fn drop(&mut self) {
-        if self.armed {
-            if let Some(object) = self.object.take() {
-                // dropping the connection closes its socket; the server rolls back
-                // whatever transaction it had open and releases its locks now, not
-                // when the pool would next look at it
-                drop(Object::take(object));
-            }
+        let abandoned = self.armed
+            || self
+                .object
+                .as_mut()
+                .is_some_and(|conn| in_transaction(conn));
+        if abandoned && let Some(object) = self.object.take() {
+            // dropping the connection closes its socket; the server rolls back
+            // whatever transaction it had open and releases its locks now, not
+            // when the pool would next look at it
+            drop(Object::take(object));
         }
     }
 }

@@ -1,20 +1,25 @@
 //! Claims, version guards and retention.
 
 use diesel::prelude::*;
+// `filter` on an upsert: the `WHERE` of `ON CONFLICT DO UPDATE`
+use diesel::query_dsl::methods::FilterDsl as _;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::{
     Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, ProcessError,
-    ProcessResult, Processed, Purged, TimestampAdvance, VersionGuard,
+    ProcessResult, Processed, Purged, ScopedBoxFuture, TimestampAdvance, VersionGuard,
 };
 use time::OffsetDateTime;
 
+use crate::pool::statement_failed;
 use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
 use crate::{PgStore, PgStoreError};
 
 /// The error of a transaction closure: the database's, or the caller's own.
 pub(crate) enum TxError<E> {
     Db(diesel::result::Error),
+    /// The caller returned `Ok` after a statement failed (see `statement_failed`).
+    StatementFailed,
     Caller(E),
 }
 
@@ -67,7 +72,9 @@ impl IdempotencyStore for PgStore {
         side_effect: F,
     ) -> BoxFuture<'a, ProcessResult<T, PgStoreError, E>>
     where
-        F: for<'c> FnOnce(&'c mut AsyncPgConnection) -> BoxFuture<'c, Result<T, E>> + Send + 'a,
+        F: for<'c> FnOnce(&'c mut AsyncPgConnection) -> ScopedBoxFuture<'a, 'c, Result<T, E>>
+            + Send
+            + 'a,
         T: Send + 'a,
         E: Send + 'a,
     {
@@ -81,11 +88,15 @@ impl IdempotencyStore for PgStore {
                         return Ok(Processed::Duplicate);
                     }
                     let value = side_effect(conn).await.map_err(TxError::Caller)?;
+                    if statement_failed(conn) {
+                        return Err(TxError::StatementFailed);
+                    }
                     Ok(Processed::Applied(value))
                 })
                 .await;
             let result = result.map_err(|err| match err {
                 TxError::Db(err) => ProcessError::Store(PgStoreError::query(err)),
+                TxError::StatementFailed => ProcessError::Store(PgStoreError::StatementFailed),
                 TxError::Caller(err) => ProcessError::SideEffect(err),
             });
             conn.settle(match &result {
@@ -225,10 +236,11 @@ impl VersionGuard for PgStore {
                 ))
                 .on_conflict(hookbox_version_times::object)
                 .do_update()
-                .set(hookbox_version_times::at_micros.eq(excluded(hookbox_version_times::at_micros)))
+                .set(
+                    hookbox_version_times::at_micros.eq(excluded(hookbox_version_times::at_micros)),
+                )
                 .filter(
-                    hookbox_version_times::at_micros
-                        .lt(excluded(hookbox_version_times::at_micros)),
+                    hookbox_version_times::at_micros.lt(excluded(hookbox_version_times::at_micros)),
                 )
                 .execute(conn)
                 .await
@@ -268,7 +280,8 @@ mod tests {
 
     #[test]
     fn timestamps_compare_by_microsecond() {
-        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
         assert_eq!(unix_micros(at), 1_700_000_000_000_000);
         assert_eq!(
             unix_micros(at + time::Duration::microseconds(1)),
