@@ -1,5 +1,6 @@
 //! What a provider hands over after verification.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -25,7 +26,7 @@ use time::OffsetDateTime;
 pub struct DedupeKey {
     source: String,
     tenant: Option<String>,
-    provider: &'static str,
+    provider: Cow<'static, str>,
     delivery_id: String,
 }
 
@@ -33,13 +34,13 @@ impl DedupeKey {
     /// A key for `delivery_id` from `provider`, received at `source`.
     pub fn new(
         source: impl Into<String>,
-        provider: &'static str,
+        provider: impl Into<Cow<'static, str>>,
         delivery_id: impl Into<String>,
     ) -> Self {
         Self {
             source: source.into(),
             tenant: None,
-            provider,
+            provider: provider.into(),
             delivery_id: delivery_id.into(),
         }
     }
@@ -61,8 +62,8 @@ impl DedupeKey {
     }
 
     /// Returns the provider's name (`"stripe"`, `"shopify"`, …).
-    pub fn provider(&self) -> &'static str {
-        self.provider
+    pub fn provider(&self) -> &str {
+        &self.provider
     }
 
     /// Returns the provider's stable delivery id.
@@ -197,7 +198,7 @@ impl VerifiedDelivery {
     }
 
     /// Returns the provider's name.
-    pub fn provider(&self) -> &'static str {
+    pub fn provider(&self) -> &str {
         self.key.provider()
     }
 

@@ -794,7 +794,7 @@ pub async fn check_rotated_copies_are_one_event<H: Harness>(
 
 /// Generates one `#[tokio::test]` per check for a [`Harness`] type.
 ///
-/// ```ignore
+/// ```text
 /// hookbox_core::conformance_tests!(MyHarness);
 /// ```
 #[macro_export]

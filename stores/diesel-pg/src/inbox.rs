@@ -1,7 +1,6 @@
 //! The inbox and its worker: `FOR UPDATE SKIP LOCKED`, the handler in a savepoint.
 
 use std::fmt::Display;
-use std::sync::Mutex;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -55,7 +54,7 @@ impl InboxRow {
                 .unwrap_or(&self.source),
             None => &self.source,
         };
-        let mut key = DedupeKey::new(source, provider_name(&self.provider), self.delivery_id);
+        let mut key = DedupeKey::new(source, self.provider, self.delivery_id);
         if let Some(tenant) = self.tenant {
             key = key.with_tenant(tenant);
         }
@@ -73,26 +72,6 @@ impl InboxRow {
             dead_at: self.dead_at,
         })
     }
-}
-
-/// Returns a `&'static str` for a provider name read back from the database
-/// (`DedupeKey` keeps provider names as static strings): the built-in names directly,
-/// any other name leaked once and reused.
-fn provider_name(name: &str) -> &'static str {
-    const BUILT_IN: &[&str] = &["stripe", "shopify", "github", "svix", "standard"];
-    static OTHERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    if let Some(known) = BUILT_IN.iter().find(|known| **known == name) {
-        return known;
-    }
-    let mut others = OTHERS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(known) = others.iter().find(|known| **known == name) {
-        return known;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    others.push(leaked);
-    leaked
 }
 
 /// Encodes the kept headers as a JSON array of `[name, value]` pairs. Values are the
@@ -440,13 +419,5 @@ mod tests {
         let text = encode_headers(&headers);
         assert_eq!(decode_headers(&text).ok(), Some(headers));
         assert!(decode_headers("not json").is_err());
-    }
-
-    #[test]
-    fn provider_names_are_interned() {
-        assert_eq!(provider_name("stripe"), "stripe");
-        let a = provider_name("acme");
-        let b = provider_name("acme");
-        assert!(std::ptr::eq(a, b));
     }
 }

@@ -1,7 +1,5 @@
 //! Conversions between the store's columns and hookbox's types.
 
-use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use diesel::sql_types::{BigInt, Binary, Integer, Nullable, Text};
@@ -60,27 +58,6 @@ pub(crate) fn decode_headers(json: &str) -> Option<KeptHeaders> {
             ))
         })
         .collect()
-}
-
-/// Returns the `'static` name [`DedupeKey`] wants for a provider read back from the
-/// database. Built-in names are constants; any other name is leaked once and reused,
-/// so memory grows with the number of distinct provider names, not of rows.
-pub(crate) fn provider_name(name: &str) -> &'static str {
-    const BUILT_IN: [&str; 5] = ["stripe", "shopify", "github", "svix", "standard"];
-    if let Some(known) = BUILT_IN.iter().find(|known| **known == name) {
-        return known;
-    }
-    static OTHERS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut others = OTHERS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
-    if let Some(known) = others.get(name) {
-        return known;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    others.insert(leaked);
-    leaked
 }
 
 /// An inbox row as selected by [`inbox_columns!`].
@@ -154,7 +131,7 @@ impl InboxRow {
         let time = |micros: i64, what| from_micros(micros).ok_or(corrupt(what));
         let optional_time = |micros: Option<i64>, what| micros.map(|m| time(m, what)).transpose();
 
-        let provider = provider_name(&self.provider);
+        let provider = self.provider;
         // `source` holds the key's scope: `source/tenant` when there is a tenant
         let key = match self.tenant {
             Some(tenant) => {
@@ -209,13 +186,5 @@ mod tests {
             .unwrap_or_else(|_| unreachable!());
         assert_eq!(micros(at), 1_790_000_039_123_456);
         assert_eq!(from_micros(micros(at)), Some(at));
-    }
-
-    #[test]
-    fn provider_names_are_interned() {
-        assert_eq!(provider_name("stripe"), "stripe");
-        let a = provider_name("acme");
-        let b = provider_name("acme");
-        assert!(std::ptr::eq(a, b));
     }
 }
