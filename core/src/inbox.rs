@@ -82,6 +82,20 @@ pub enum Worked {
     },
 }
 
+/// Which inbox rows an operator lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InboxFilter {
+    /// Not yet processed and not dead, the next due first.
+    #[default]
+    Pending,
+    /// Processed, the most recent first.
+    Processed,
+    /// Dead letters, the oldest first.
+    Dead,
+    /// Every row, the newest first.
+    All,
+}
+
 /// Counts an operator looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InboxStats {

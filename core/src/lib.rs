@@ -51,7 +51,7 @@ mod worker;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use delivery::{DedupeKey, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
-pub use inbox::{Inbox, InboxStats, Received, RetryPolicy, StoredDelivery, Worked};
+pub use inbox::{Inbox, InboxFilter, InboxStats, Received, RetryPolicy, StoredDelivery, Worked};
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use secret::{Secret, Secrets};

@@ -7,7 +7,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::{
-    BoxFuture, DedupeKey, Inbox, InboxStats, KeptHeaders, Received, StoredDelivery,
+    BoxFuture, DedupeKey, Inbox, InboxFilter, InboxStats, KeptHeaders, Received, StoredDelivery,
     VerifiedDelivery, Worked,
 };
 use time::OffsetDateTime;
@@ -105,6 +105,43 @@ fn decode_headers(text: &str) -> Result<KeptHeaders, Box<dyn std::error::Error +
 enum Outcome {
     Processed,
     Failed { attempts: u32, dead: bool },
+}
+
+impl PgStore {
+    /// Lists up to `limit` inbox rows matching `filter`, for operators (`hookbox inbox
+    /// list`).
+    ///
+    /// # Errors
+    /// The database failed, or a row could not be read back.
+    pub async fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> Result<Vec<StoredDelivery>, PgStoreError> {
+        let query = inbox::table.select(InboxRow::as_select()).into_boxed();
+        let query = match filter {
+            InboxFilter::Pending => query
+                .filter(inbox::processed_at.is_null())
+                .filter(inbox::dead_at.is_null())
+                .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
+            InboxFilter::Processed => query
+                .filter(inbox::processed_at.is_not_null())
+                .order((inbox::processed_at.desc(), inbox::id.desc())),
+            InboxFilter::Dead => query
+                .filter(inbox::dead_at.is_not_null())
+                .order((inbox::dead_at.asc(), inbox::id.asc())),
+            InboxFilter::All => query.order(inbox::id.desc()),
+        };
+        let mut conn = self.connection().await?;
+        conn.arm();
+        let result = query
+            .limit(i64::from(limit))
+            .load(&mut *conn)
+            .await
+            .map_err(PgStoreError::query);
+        conn.settle(result.as_ref().err());
+        result?.into_iter().map(InboxRow::into_delivery).collect()
+    }
 }
 
 impl Inbox for PgStore {

@@ -445,3 +445,63 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
         row.last_error
     );
 }
+
+/// `list` filters and orders rows the way an operator reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn list_shows_pending_processed_and_dead_rows() {
+    use hookbox_core::testing::delivery;
+    use hookbox_core::{Inbox as _, InboxFilter, RetryPolicy};
+    let Some(url) = common::pg_url().await else {
+        return;
+    };
+    let schema = TestSchema::new(&url).await;
+    let retry = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    let store = common::store(&url, &schema.name, PgOptions::new().retry(retry)).await;
+    for (id, body) in [("a", "{}"), ("b", "poison"), ("c", "{}")] {
+        store.receive(&delivery(id, body)).await.unwrap();
+    }
+    while store.work_one(&fail_on_poison).await.unwrap() != hookbox_core::Worked::Idle {}
+    store.receive(&delivery("d", "{}")).await.unwrap();
+
+    let ids = |rows: Vec<hookbox_core::StoredDelivery>| {
+        rows.iter()
+            .map(|r| r.key.delivery_id().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.list(InboxFilter::Pending, 10).await.unwrap()),
+        ["d"]
+    );
+    assert_eq!(ids(store.list(InboxFilter::Dead, 10).await.unwrap()), ["b"]);
+    assert_eq!(
+        ids(store.list(InboxFilter::Processed, 10).await.unwrap()).len(),
+        2
+    );
+    assert_eq!(
+        ids(store.list(InboxFilter::All, 10).await.unwrap()),
+        ["d", "c", "b", "a"]
+    );
+    assert_eq!(
+        ids(store.list(InboxFilter::All, 2).await.unwrap()),
+        ["d", "c"]
+    );
+}
+
+/// Fails on a `poison` body, credits otherwise.
+fn fail_on_poison<'c>(
+    conn: &'c mut diesel_async::AsyncPgConnection,
+    row: &'c hookbox_core::StoredDelivery,
+) -> hookbox_core::BoxFuture<'c, Result<(), String>> {
+    let poison = row.body.as_ref() == b"poison";
+    Box::pin(async move {
+        if poison {
+            return Err("poison".to_string());
+        }
+        common::credit(conn, "acct", 1)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}

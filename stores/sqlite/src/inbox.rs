@@ -24,7 +24,7 @@ use diesel::sql_types::{BigInt, Binary, Nullable, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BoxFuture, Inbox, InboxStats, Received, StoredDelivery, VerifiedDelivery, Worked,
+    BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery, VerifiedDelivery, Worked,
 };
 
 use crate::rows::{InboxRow, duration_micros, encode_headers, from_micros, inbox_columns, micros};
@@ -68,6 +68,48 @@ fn now() -> i64 {
 }
 
 impl SqliteStore {
+    /// Lists up to `limit` inbox rows matching `filter`, for operators (`hookbox inbox
+    /// list`).
+    ///
+    /// # Errors
+    /// The database failed, or a row could not be read back ([`Error::Corrupt`]).
+    pub async fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> Result<Vec<StoredDelivery>, Error> {
+        let sql = match filter {
+            InboxFilter::Pending => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
+                 ORDER BY next_attempt_at, id LIMIT ?"
+            ),
+            InboxFilter::Processed => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE processed_at IS NOT NULL \
+                 ORDER BY processed_at DESC, id DESC LIMIT ?"
+            ),
+            InboxFilter::Dead => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?"
+            ),
+            InboxFilter::All => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox ORDER BY id DESC LIMIT ?"
+            ),
+        };
+        let mut conn = self.connection().await?;
+        let rows = diesel::sql_query(sql)
+            .bind::<BigInt, _>(i64::from(limit))
+            .load::<InboxRow>(&mut *conn)
+            .await?;
+        rows.into_iter().map(InboxRow::into_delivery).collect()
+    }
+
     /// The lease transaction (see the module docs).
     async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, Error> {
         let retry = self.inner.options.retry;
