@@ -6,9 +6,13 @@
 //! would send, in the `Name: value` form that `curl -H` and `hookbox verify --header`
 //! take unchanged.
 //!
-//! Exit status: 0 success, 1 the delivery (or the secret) was rejected, 2 usage error.
+//! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL).
+//!
+//! Exit status: 0 success, 1 the delivery (or the secret) was rejected or the store
+//! failed, 2 usage error.
 #![forbid(unsafe_code)]
 
+mod inbox;
 mod providers;
 mod sign;
 mod verify;
@@ -37,6 +41,8 @@ enum Command {
     /// Print the headers a provider would send with a body, one `Name: value` per line.
     #[command(after_help = sign::AFTER_HELP)]
     Sign(sign::SignArgs),
+    /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
+    Inbox(inbox::InboxArgs),
 }
 
 /// The exit status of a usage error, the same as clap's own.
@@ -47,6 +53,7 @@ fn main() -> ExitCode {
     let outcome = match &cli.command {
         Command::Verify(args) => verify::run(args),
         Command::Sign(args) => sign::run(args),
+        Command::Inbox(args) => inbox::run(args),
     };
     outcome.unwrap_or_else(|err| {
         eprintln!("error: {err}");

@@ -29,6 +29,17 @@ impl ProviderName {
         }
     }
 
+    /// Returns how long this provider can resend a delivery.
+    pub(crate) fn min_retention(self) -> hookbox_core::Retention {
+        match self {
+            Self::Stripe => hookbox_stripe::MIN_RETENTION,
+            Self::Shopify => hookbox_shopify::MIN_RETENTION,
+            Self::Github => hookbox_github::MIN_RETENTION,
+            Self::Svix => hookbox_svix::MIN_RETENTION,
+            Self::Standard => hookbox_standard::MIN_RETENTION,
+        }
+    }
+
     /// Returns `true` when one delivery carries one signature per secret; GitHub and
     /// Shopify send exactly one.
     pub(crate) fn signs_with_several_secrets(self) -> bool {

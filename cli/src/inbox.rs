@@ -1,0 +1,380 @@
+//! `hookbox inbox`: an operator's view of a store's inbox, on a SQLite file or a
+//! Postgres URL: depth, oldest unprocessed, dead letters with their last error, replay
+//! after a fix, purge by retention. Every command prints JSON on stdout.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use base64::Engine as _;
+use clap::{Args, Subcommand, ValueEnum};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    IdempotencyStore, Inbox, InboxFilter, InboxStats, Purged, RetentionPolicy, StoredDelivery,
+};
+use hookbox_diesel_pg::{PgOptions, PgStore};
+use hookbox_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::{Value, json};
+
+use crate::UsageError;
+use crate::providers::ProviderName;
+
+/// Arguments of `hookbox inbox`.
+#[derive(Debug, Args)]
+pub(crate) struct InboxArgs {
+    /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
+    #[arg(long, env = "HOOKBOX_STORE")]
+    store: String,
+    /// The Postgres schema the store's tables live in (default: the search path).
+    #[arg(long)]
+    schema: Option<String>,
+    #[command(subcommand)]
+    command: InboxCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum InboxCommand {
+    /// Counts: pending (the backlog), processed, dead, and the oldest pending row.
+    Stats,
+    /// Lists rows, one JSON object per line.
+    List {
+        /// Which rows.
+        #[arg(long, value_enum, default_value = "pending")]
+        status: Status,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Prints one row with its body and headers.
+    Show {
+        /// The row's id (from `list`).
+        id: i64,
+    },
+    /// Lists dead letters with their last error, oldest first.
+    Dead {
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Makes a dead letter (or, with `--all`, every dead letter) due again, attempts reset.
+    Replay {
+        /// The dead letter's id.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        /// Replay every dead letter.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Deletes processed keys and processed rows older than the retention; dead letters
+    /// and pending rows are never purged.
+    Purge {
+        /// `provider=duration` (e.g. `shopify=24h`, `stripe=45d`); refused when shorter
+        /// than the provider's resend window. Providers without one keep 30 days.
+        #[arg(long = "keep", value_name = "PROVIDER=DURATION")]
+        keep: Vec<String>,
+        /// Accept a `--keep` shorter than the provider's minimum: resends after the
+        /// purge will be applied again.
+        #[arg(long)]
+        below_provider_minimum: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Status {
+    Pending,
+    Processed,
+    Dead,
+    All,
+}
+
+impl From<Status> for InboxFilter {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Pending,
+            Status::Processed => Self::Processed,
+            Status::Dead => Self::Dead,
+            Status::All => Self::All,
+        }
+    }
+}
+
+/// One of the two stores, chosen by the `--store` value.
+enum AnyStore {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+/// Runs `hookbox inbox`: 0 on success, 1 when the store failed, 2 for usage errors.
+pub(crate) fn run(args: &InboxArgs) -> Result<ExitCode, UsageError> {
+    let purge_policy = match &args.command {
+        InboxCommand::Purge {
+            keep,
+            below_provider_minimum,
+        } => Some(retention(keep, *below_provider_minimum)?),
+        _ => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| UsageError(format!("cannot start the runtime: {err}")))?;
+    Ok(runtime.block_on(async {
+        match execute(args, purge_policy).await {
+            Ok(lines) => {
+                for line in lines {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        }
+    }))
+}
+
+async fn execute(
+    args: &InboxArgs,
+    purge_policy: Option<RetentionPolicy>,
+) -> Result<Vec<Value>, String> {
+    let store = open(&args.store, args.schema.as_deref(), purge_policy).await?;
+    let rows = |rows: Vec<StoredDelivery>| rows.iter().map(summary).collect::<Vec<_>>();
+    Ok(match &args.command {
+        InboxCommand::Stats => vec![stats_json(store.stats().await?)],
+        InboxCommand::List { status, limit } => rows(store.list((*status).into(), *limit).await?),
+        InboxCommand::Dead { limit } => rows(store.list(InboxFilter::Dead, *limit).await?),
+        InboxCommand::Show { id } => match store.get(*id).await? {
+            Some(row) => vec![detail(&row)],
+            None => return Err(format!("no inbox row with id {id}")),
+        },
+        InboxCommand::Replay { id, all } => {
+            let replayed = if *all {
+                store.replay_all().await?
+            } else {
+                let id = id.ok_or("give a dead letter's id or --all")?;
+                u64::from(store.replay(id).await?)
+            };
+            vec![json!({ "replayed": replayed })]
+        }
+        InboxCommand::Purge { .. } => {
+            let Purged { keys, inbox_rows } = store.purge(OffsetDateTime::now_utc()).await?;
+            vec![json!({ "purged_keys": keys, "purged_inbox_rows": inbox_rows })]
+        }
+    })
+}
+
+/// Opens the store named by `--store` (no migration: an operator command never
+/// changes the schema).
+async fn open(
+    store: &str,
+    schema: Option<&str>,
+    retention: Option<RetentionPolicy>,
+) -> Result<AnyStore, String> {
+    let retention = retention.unwrap_or_default();
+    if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+        let mut options = PgOptions::new().max_connections(2).retention(retention);
+        if let Some(schema) = schema {
+            options = options.schema(schema);
+        }
+        return PgStore::connect(store, options)
+            .await
+            .map(AnyStore::Postgres)
+            .map_err(|err| describe(&err));
+    }
+    let path = store.strip_prefix("sqlite://").unwrap_or(store);
+    if !std::path::Path::new(path).exists() {
+        return Err(format!("no SQLite file at {path}"));
+    }
+    SqliteStore::open(path, SqliteOptions::default().retention(retention))
+        .await
+        .map(AnyStore::Sqlite)
+        .map_err(|err| describe(&err))
+}
+
+/// Builds the purge policy from `--keep provider=duration` values.
+fn retention(keep: &[String], below_minimum: bool) -> Result<RetentionPolicy, UsageError> {
+    let mut policy = RetentionPolicy::default();
+    for rule in keep {
+        let (name, duration) = rule
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--keep {rule}: expected PROVIDER=DURATION")))?;
+        let provider = ProviderName::from_str(name, true)
+            .map_err(|_| UsageError(format!("--keep {rule}: unknown provider `{name}`")))?;
+        let duration = parse_duration(duration).ok_or_else(|| {
+            UsageError(format!("--keep {rule}: durations look like 90m, 24h, 30d"))
+        })?;
+        policy = if below_minimum {
+            policy.keep_below_provider_minimum(provider.as_str(), duration)
+        } else {
+            policy
+                .keep(provider.as_str(), provider.min_retention(), duration)
+                .map_err(|err| UsageError(format!("--keep {rule}: {err}")))?
+        };
+    }
+    Ok(policy)
+}
+
+/// Parses `90s`, `90m`, `24h`, `30d`.
+fn parse_duration(text: &str) -> Option<Duration> {
+    let split = text.len().checked_sub(1)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return None,
+    };
+    number.checked_mul(seconds).map(Duration::from_secs)
+}
+
+impl AnyStore {
+    async fn stats(&self) -> Result<InboxStats, String> {
+        match self {
+            Self::Sqlite(s) => s.stats().await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.stats().await.map_err(|e| describe(&e)),
+        }
+    }
+
+    async fn list(&self, filter: InboxFilter, limit: u32) -> Result<Vec<StoredDelivery>, String> {
+        match self {
+            Self::Sqlite(s) => s.list(filter, limit).await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.list(filter, limit).await.map_err(|e| describe(&e)),
+        }
+    }
+
+    async fn get(&self, id: i64) -> Result<Option<StoredDelivery>, String> {
+        match self {
+            Self::Sqlite(s) => s.get(id).await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.get(id).await.map_err(|e| describe(&e)),
+        }
+    }
+
+    async fn replay(&self, id: i64) -> Result<bool, String> {
+        match self {
+            Self::Sqlite(s) => s.replay(id).await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.replay(id).await.map_err(|e| describe(&e)),
+        }
+    }
+
+    async fn replay_all(&self) -> Result<u64, String> {
+        match self {
+            Self::Sqlite(s) => s.replay_all().await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.replay_all().await.map_err(|e| describe(&e)),
+        }
+    }
+
+    async fn purge(&self, now: OffsetDateTime) -> Result<Purged, String> {
+        match self {
+            Self::Sqlite(s) => s.purge(now).await.map_err(|e| describe(&e)),
+            Self::Postgres(s) => s.purge(now).await.map_err(|e| describe(&e)),
+        }
+    }
+}
+
+/// An error with its causes, on one line.
+fn describe(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn unix(at: Option<OffsetDateTime>) -> Value {
+    at.map_or(Value::Null, |at| json!(at.unix_timestamp()))
+}
+
+fn stats_json(stats: InboxStats) -> Value {
+    let now = OffsetDateTime::now_utc();
+    json!({
+        "pending": stats.pending,
+        "processed": stats.processed,
+        "dead": stats.dead,
+        "oldest_pending": unix(stats.oldest_pending),
+        "oldest_pending_age_secs": stats.oldest_pending.map(|at| (now - at).whole_seconds().max(0)),
+    })
+}
+
+fn status(row: &StoredDelivery) -> &'static str {
+    match (row.processed_at, row.dead_at) {
+        (_, Some(_)) => "dead",
+        (Some(_), None) => "processed",
+        (None, None) => "pending",
+    }
+}
+
+fn summary(row: &StoredDelivery) -> Value {
+    json!({
+        "id": row.id,
+        "status": status(row),
+        "provider": row.key.provider(),
+        "scope": row.key.scope(),
+        "delivery_id": row.key.delivery_id(),
+        "event_type": row.event_type,
+        "received_at": row.received_at.unix_timestamp(),
+        "attempts": row.attempts,
+        "next_attempt_at": row.next_attempt_at.unix_timestamp(),
+        "processed_at": unix(row.processed_at),
+        "dead_at": unix(row.dead_at),
+        "last_error": row.last_error,
+        "body_bytes": row.body.len(),
+    })
+}
+
+fn detail(row: &StoredDelivery) -> Value {
+    let mut value = summary(row);
+    let headers: Vec<Value> = row
+        .headers
+        .iter()
+        .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
+        .collect();
+    // the body as text when it is UTF-8, else base64: never a lossy copy
+    let (body, encoding) = match std::str::from_utf8(&row.body) {
+        Ok(text) => (text.to_string(), "utf-8"),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(&row.body),
+            "base64",
+        ),
+    };
+    if let Value::Object(map) = &mut value {
+        map.insert("headers".into(), Value::Array(headers));
+        map.insert("body".into(), Value::String(body));
+        map.insert("body_encoding".into(), Value::String(encoding.into()));
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_have_a_unit() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("24h"), Some(Duration::from_secs(86_400)));
+        assert_eq!(
+            parse_duration("30d"),
+            Some(Duration::from_secs(30 * 86_400))
+        );
+        assert_eq!(parse_duration("30"), None);
+        assert_eq!(parse_duration("h"), None);
+        assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("5w"), None);
+    }
+
+    #[test]
+    fn a_keep_below_the_provider_minimum_is_refused_unless_asked_for() {
+        let short = ["shopify=1h".to_string()];
+        assert!(retention(&short, false).is_err());
+        let policy = retention(&short, true).unwrap();
+        assert_eq!(policy.keep_for("shopify"), Duration::from_secs(3600));
+        let ok = retention(&["shopify=24h".to_string()], false).unwrap();
+        assert_eq!(ok.keep_for("shopify"), Duration::from_secs(86_400));
+        assert!(retention(&["acme=24h".to_string()], false).is_err());
+    }
+}

@@ -1,0 +1,145 @@
+//! `hookbox inbox` against a real SQLite store: the operator's view of depth, dead
+//! letters, replay and purge.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use hookbox_core::testing::delivery;
+use hookbox_core::{BoxFuture, Inbox as _, RetryPolicy, StoredDelivery, Worked};
+use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
+use serde_json::Value;
+
+/// A temp directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "hookbox-cli-inbox-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn fail_on_poison<'c>(
+    _conn: &'c mut Conn,
+    row: &'c StoredDelivery,
+) -> BoxFuture<'c, Result<(), String>> {
+    let poison = row.body.as_ref() == b"poison";
+    Box::pin(async move {
+        if poison {
+            Err("cannot parse: poison".to_string())
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// A store with one processed row, one dead letter and one pending row.
+async fn populated(path: &std::path::Path) {
+    let retry = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    let store = SqliteStore::open(path, SqliteOptions::default().retry(retry))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    store.receive(&delivery("evt_ok", "{}")).await.unwrap();
+    store
+        .receive(&delivery("evt_poison", "poison"))
+        .await
+        .unwrap();
+    while store.work_one(&fail_on_poison).await.unwrap() != Worked::Idle {}
+    store
+        .receive(&delivery("evt_pending", "{\"a\":1}"))
+        .await
+        .unwrap();
+}
+
+fn inbox(db: &str, args: &[&str]) -> (i32, Vec<Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["inbox", "--store", db])
+        .args(args)
+        .output()
+        .unwrap();
+    let lines = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (output.status.code().unwrap(), lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sees_depth_dead_letters_and_replays_them() {
+    let dir = TempDir::new();
+    let path = dir.0.join("hookbox.db");
+    populated(&path).await;
+    let db = path.to_str().unwrap();
+
+    let (code, stats) = inbox(db, &["stats"]);
+    assert_eq!(code, 0);
+    assert_eq!(stats[0]["pending"], 1);
+    assert_eq!(stats[0]["processed"], 1);
+    assert_eq!(stats[0]["dead"], 1);
+    assert!(stats[0]["oldest_pending"].is_i64());
+
+    let (_, pending) = inbox(db, &["list"]);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0]["delivery_id"], "evt_pending");
+    assert_eq!(pending[0]["status"], "pending");
+
+    let (_, all) = inbox(db, &["list", "--status", "all", "--limit", "2"]);
+    assert_eq!(all.len(), 2);
+
+    let (_, dead) = inbox(db, &["dead"]);
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["delivery_id"], "evt_poison");
+    assert_eq!(dead[0]["attempts"], 1);
+    assert!(dead[0]["last_error"].as_str().unwrap().contains("poison"));
+    let dead_id = dead[0]["id"].as_i64().unwrap().to_string();
+
+    let (code, shown) = inbox(db, &["show", &dead_id]);
+    assert_eq!(code, 0);
+    assert_eq!(shown[0]["body"], "poison");
+    assert_eq!(shown[0]["body_encoding"], "utf-8");
+    assert_eq!(shown[0]["headers"][0][0], "webhook-id");
+
+    let (code, replayed) = inbox(db, &["replay", &dead_id]);
+    assert_eq!((code, replayed[0]["replayed"].as_u64()), (0, Some(1)));
+    let (_, stats) = inbox(db, &["stats"]);
+    assert_eq!(
+        (stats[0]["pending"].as_u64(), stats[0]["dead"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let (_, replayed) = inbox(db, &["replay", "--all"]);
+    assert_eq!(replayed[0]["replayed"], 0);
+
+    // nothing is old enough to purge under the default retention
+    let (code, purged) = inbox(db, &["purge"]);
+    assert_eq!(code, 0);
+    assert_eq!(purged[0]["purged_inbox_rows"], 0);
+}
+
+#[test]
+fn operator_mistakes_are_usage_errors_or_clear_failures() {
+    let (code, _) = inbox("/nonexistent/hookbox.db", &["stats"]);
+    assert_eq!(code, 1, "a missing store is a failure, not a crash");
+    let (code, _) = inbox("unused.db", &["purge", "--keep", "shopify=1h"]);
+    assert_eq!(code, 2, "a keep below Shopify's 4 h minimum is refused");
+    let (code, _) = inbox("unused.db", &["purge", "--keep", "shopify"]);
+    assert_eq!(code, 2);
+    let (code, _) = inbox("unused.db", &["show"]);
+    assert_eq!(code, 2);
+}
