@@ -14,6 +14,7 @@
 
 mod inbox;
 mod providers;
+mod send;
 mod sign;
 mod verify;
 
@@ -41,6 +42,9 @@ enum Command {
     /// Print the headers a provider would send with a body, one `Name: value` per line.
     #[command(after_help = sign::AFTER_HELP)]
     Sign(sign::SignArgs),
+    /// Sign a body as a provider would and POST it, once or as several copies.
+    #[command(after_help = send::AFTER_HELP)]
+    Send(send::SendArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
 }
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
     let outcome = match &cli.command {
         Command::Verify(args) => verify::run(args),
         Command::Sign(args) => sign::run(args),
+        Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
     };
     outcome.unwrap_or_else(|err| {

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use hookbox_core::SignedHeaders;
+use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderValue;
 use hookbox_core::time::OffsetDateTime;
 use sha2::{Digest, Sha256};
@@ -66,6 +68,31 @@ pub(crate) struct SignArgs {
 /// [`UsageError`] when the body file cannot be read, an option cannot be a header
 /// value, or several secrets are given to a provider that sends one signature.
 pub(crate) fn run(args: &SignArgs) -> Result<ExitCode, UsageError> {
+    match sign_delivery(args)? {
+        Ok(signed) => {
+            print!("{}", signed.headers);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(secret_error) => {
+            eprintln!("error: {secret_error}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// A body and the headers a provider would send with it.
+pub(crate) struct Signed {
+    /// The body, byte for byte as read.
+    pub(crate) body: Bytes,
+    /// The headers, in the provider's order and spelling.
+    pub(crate) headers: SignedHeaders,
+}
+
+/// Reads the body and signs it as `args` say: the outer error is a usage error
+/// (exit 2), the inner one a secret the provider rejects (exit 1).
+pub(crate) fn sign_delivery(
+    args: &SignArgs,
+) -> Result<Result<Signed, hookbox_core::VerifyError>, UsageError> {
     let name = args.provider;
     if args.secrets.len() > 1 && !name.signs_with_several_secrets() {
         return Err(UsageError(format!(
@@ -91,17 +118,14 @@ pub(crate) fn run(args: &SignArgs) -> Result<ExitCode, UsageError> {
     };
     let signer = match providers::signer(name, &args.secrets, &settings) {
         Ok(signer) => signer,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return Ok(ExitCode::FAILURE);
-        }
+        Err(err) => return Ok(Err(err)),
     };
     let id = args.id.clone().unwrap_or_else(|| default_id(name, &body));
     let timestamp = args
         .timestamp
         .unwrap_or_else(|| OffsetDateTime::now_utc().unix_timestamp());
-    print!("{}", signer.sign(&id, timestamp, &body));
-    Ok(ExitCode::SUCCESS)
+    let headers = signer.sign(&id, timestamp, &body);
+    Ok(Ok(Signed { body, headers }))
 }
 
 /// Refuses a value that would break the `Name: value` lines (a newline, say).

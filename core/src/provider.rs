@@ -150,3 +150,52 @@ impl VerifyOptions {
             .map_err(|_| VerifyError::malformed("timestamp", "timestamp is out of range"))
     }
 }
+
+/// Forwards to the boxed provider, so a provider chosen at run time
+/// (`Box<dyn Provider>`) goes wherever a concrete one does.
+impl<P: Provider + ?Sized> Provider for Box<P> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn min_retention(&self) -> Retention {
+        (**self).min_retention()
+    }
+
+    fn options(&self) -> &VerifyOptions {
+        (**self).options()
+    }
+
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<VerifiedDelivery, VerifyError> {
+        (**self).verify(headers, body, now)
+    }
+}
+
+/// Forwards to the shared provider.
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn min_retention(&self) -> Retention {
+        (**self).min_retention()
+    }
+
+    fn options(&self) -> &VerifyOptions {
+        (**self).options()
+    }
+
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<VerifiedDelivery, VerifyError> {
+        (**self).verify(headers, body, now)
+    }
+}

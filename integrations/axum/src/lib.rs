@@ -1,0 +1,131 @@
+//! The axum edge for hookbox: a webhook endpoint in one line.
+//!
+//! [`Webhook`] turns a provider (`hookbox-github`, `hookbox-stripe`, …) and a store
+//! (`hookbox-sqlite`, `hookbox-diesel-pg`, …) into an axum [`Router`](axum::Router)
+//! that reads the raw body with a size limit, verifies the signature, and either
+//!
+//! - **stores** the delivery in the inbox and answers 200 at once, for a worker to
+//!   apply later with retries and dead letters ([`Webhook::inbox`], recommended), or
+//! - **applies** your side effect inside the request, in the same transaction as the
+//!   dedupe key ([`Webhook::inline`]).
+//!
+//! For other frameworks, [`receive`] and [`process_inline`] do the same work on a
+//! [`HeaderMap`](hookbox_core::http::HeaderMap) and the body's
+//! [`Bytes`](hookbox_core::bytes::Bytes), and [`EdgeError::status`] and
+//! [`EdgeError::to_json`] give the answer.
+//!
+//! # Examples
+//! A complete receiver: GitHub deliveries go into a SQLite inbox, and a worker task
+//! applies each one exactly once.
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use diesel::sql_types::Text;
+//! use diesel_async::RunQueryDsl as _;
+//! use hookbox_axum::Webhook;
+//! use hookbox_core::{BoxFuture, StoredDelivery, run_worker};
+//! use hookbox_github::GitHub;
+//! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, diesel, diesel_async};
+//!
+//! /// Applies one delivery, on the inbox row's transaction: this write and the row's
+//! /// `processed_at` commit together, so a crash never applies it twice.
+//! fn apply<'c>(
+//!     conn: &'c mut Conn,
+//!     row: &'c StoredDelivery,
+//! ) -> BoxFuture<'c, Result<(), diesel::result::Error>> {
+//!     Box::pin(async move {
+//!         diesel::sql_query("INSERT INTO pushes (delivery_id, body) VALUES (?, ?)")
+//!             .bind::<Text, _>(row.key.delivery_id())
+//!             .bind::<Text, _>(String::from_utf8_lossy(&row.body).into_owned())
+//!             .execute(conn)
+//!             .await?;
+//!         Ok(())
+//!     })
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let store = SqliteStore::open("hookbox.db", SqliteOptions::default()).await?;
+//!     store.migrate().await?;
+//!
+//!     // the worker: drains the inbox until the process stops
+//!     let worker_store = store.clone();
+//!     let worker = tokio::spawn(async move {
+//!         run_worker(&worker_store, apply, Duration::from_millis(250), std::future::pending()).await
+//!     });
+//!
+//!     // the endpoint: verify, store, answer 200
+//!     let github = GitHub::new(std::env::var("GITHUB_WEBHOOK_SECRET")?)?;
+//!     let app = Webhook::inbox(github, store).into_router("/webhooks/github");
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//!     axum::serve(listener, app).await?;
+//!     worker.abort();
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`Webhook`]'s own documentation has a runnable version that sends one signed
+//! delivery through the router.
+//!
+//! # Status policy
+//! Every answer has a JSON body; both shapes are stable.
+//!
+//! | what happened | status | body |
+//! |---|---|---|
+//! | stored now (inbox) | 200 | `{"ok":true,"outcome":"stored"}` |
+//! | stored or applied before (a retry, a concurrent copy) | 200 | `{"ok":true,"outcome":"duplicate"}` |
+//! | applied now (inline) | 200 | `{"ok":true,"outcome":"applied"}` |
+//! | a required header is missing or malformed; the body is malformed or has no dedupe key; the body could not be read | 400 | `error`: `missing_header`, `malformed_header`, `malformed_body`, `missing_dedupe_key`, `unreadable_body` |
+//! | the signature does not match; the timestamp is outside the window | 401 | `error`: `signature_mismatch`, `timestamp_too_old`, `timestamp_in_future` |
+//! | the body is over the limit | 413 | `error`: `body_too_large` |
+//! | the store could not store it, transiently (busy, connection lost) | 503 | `error`: `store_unavailable` |
+//! | the store failed otherwise; the receiver's secret is unusable | 500 | `error`: `store_failed`, `invalid_secret` |
+//! | the inline side effect failed (nothing committed) | 500 | `error`: `side_effect_failed` |
+//!
+//! A refusal reads, for example:
+//! ```text
+//! HTTP/1.1 400 Bad Request
+//! content-type: application/json
+//!
+//! {"ok":false,"error":"missing_header","message":"missing header `X-Hub-Signature-256`: the provider always sends it; check that a proxy did not strip it"}
+//! ```
+//!
+//! A 4xx means the sender got it wrong and nothing was stored: a retry of the same
+//! bytes fails the same way, so it is never a 5xx (a provider retries a 5xx for
+//! hours, and Shopify deletes a subscription after 8 consecutive failures). A 5xx
+//! means the delivery was not stored and the sender's retry can succeed. The
+//! `message` of a 4xx explains what to fix; the `message` of a 5xx only says to
+//! retry, and the cause goes to the log.
+//!
+//! # Tracing
+//! Each delivery runs in one `hookbox.delivery` span (level `INFO`) with these
+//! fields, recorded as they become known:
+//!
+//! | field | value |
+//! |---|---|
+//! | `provider` | the provider's name (`github`, `stripe`, …) |
+//! | `scope` | the dedupe key's scope: the source, and `/tenant` where there is one |
+//! | `delivery_id` | the provider's delivery id |
+//! | `event_type` | the provider's event type, where verification read one |
+//! | `outcome` | `stored`, `duplicate` or `applied` |
+//! | `status` | the HTTP status answered |
+//! | `error` | the error kind, for a refused delivery |
+//!
+//! It ends with one event: `INFO` "delivery acknowledged" for a 200, `WARN`
+//! "delivery refused" with a `reason` for a 4xx, `ERROR` "delivery not stored" with
+//! the `cause` chain for a 5xx. The body, the signature and the secret are never
+//! logged (a side effect's own error text is, as the `cause`).
+#![forbid(unsafe_code)]
+
+mod error;
+mod receive;
+mod response;
+mod webhook;
+
+pub use error::EdgeError;
+pub use receive::{process_inline, receive};
+pub use response::Outcome;
+pub use webhook::Webhook;
+
+// the framework, so users serve the router with the version this crate builds on
+pub use axum;

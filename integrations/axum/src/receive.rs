@@ -1,0 +1,205 @@
+//! The receive path without axum types, for any framework: verify, then store or
+//! apply, with one tracing span per delivery.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use hookbox_core::bytes::Bytes;
+use hookbox_core::http::HeaderMap;
+use hookbox_core::{
+    BoxFuture, Clock, IdempotencyStore, Inbox, ProcessError, Processed, Provider, Received,
+    VerifiedDelivery,
+};
+use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
+
+use crate::{EdgeError, Outcome};
+
+/// Verifies a delivery and stores it in the inbox (inbox mode).
+///
+/// `body` must be the raw bytes exactly as received, read with the provider's limit
+/// ([`VerifyOptions::body_limit`](hookbox_core::VerifyOptions::body_limit));
+/// `clock` supplies `now` for the timestamp window. Both [`Outcome::Stored`] and
+/// [`Outcome::Duplicate`] mean the delivery is durably stored: answer 200 and let a
+/// worker ([`hookbox_core::run_worker`]) apply it.
+///
+/// The work runs in a `hookbox.delivery` span (see the [crate docs](crate#tracing)).
+///
+/// # Errors
+/// [`EdgeError::Verify`] when verification fails (nothing is stored);
+/// [`EdgeError::Store`] when the inbox could not store it. Answer
+/// [`EdgeError::status`].
+///
+/// # Examples
+/// ```no_run
+/// # async fn example(
+/// #     store: &hookbox_sqlite::SqliteStore,
+/// #     headers: &hookbox_core::http::HeaderMap,
+/// #     body: hookbox_core::bytes::Bytes,
+/// # ) -> Result<(), Box<dyn std::error::Error>> {
+/// use hookbox_axum::receive;
+/// use hookbox_core::SystemClock;
+/// use hookbox_github::GitHub;
+///
+/// let github = GitHub::new("It's a Secret to Everybody")?;
+/// let (status, json) = match receive(&github, store, &SystemClock, headers, body).await {
+///     Ok(outcome) => (outcome.status(), outcome.to_json()),
+///     Err(err) => (err.status(), err.to_json()),
+/// };
+/// # let _ = (status, json);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn receive<S: Inbox>(
+    provider: &dyn Provider,
+    store: &S,
+    clock: &dyn Clock,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Outcome, EdgeError> {
+    let span = delivery_span(provider.name());
+    async {
+        let result = async {
+            let delivery = verify(provider, clock, headers, body)?;
+            match store.receive(&delivery).await {
+                Ok(Received::Stored) => Ok(Outcome::Stored),
+                Ok(Received::AlreadyStored) => Ok(Outcome::Duplicate),
+                Err(err) => Err(EdgeError::store(err)),
+            }
+        }
+        .await;
+        report(&result);
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+/// Verifies a delivery and applies `side_effect` exactly once, inline (inline mode).
+///
+/// The side effect runs inside the store's claim transaction
+/// ([`IdempotencyStore::process_once`]), on its connection, with the verified
+/// delivery; its writes and the dedupe key commit together or not at all. A copy
+/// whose key is already committed answers [`Outcome::Duplicate`] without running it.
+///
+/// Prefer the inbox ([`receive`]) for anything slow: the sender waits for the whole
+/// transaction (Shopify gives up after 5 s, GitHub after 10 s), a concurrent copy
+/// waits for the key's lock, and the side effect must not await outside I/O while
+/// the transaction is open.
+///
+/// # Errors
+/// [`EdgeError::Verify`] when verification fails (nothing runs);
+/// [`EdgeError::SideEffect`] when the side effect fails and [`EdgeError::Store`] when
+/// the store does; in both cases nothing was committed and the sender's retry runs
+/// the side effect again.
+pub async fn process_inline<S, F, E>(
+    provider: &dyn Provider,
+    store: &S,
+    clock: &dyn Clock,
+    headers: &HeaderMap,
+    body: Bytes,
+    side_effect: F,
+) -> Result<Outcome, EdgeError>
+where
+    S: IdempotencyStore,
+    F: for<'c> FnOnce(&'c mut S::Conn, &'c VerifiedDelivery) -> BoxFuture<'c, Result<(), E>> + Send,
+    E: Into<Box<dyn StdError + Send + Sync>> + Send,
+{
+    let span = delivery_span(provider.name());
+    async {
+        let result = async {
+            let delivery = verify(provider, clock, headers, body)?;
+            let delivery = &delivery;
+            let processed = store
+                .process_once(delivery.dedupe_key(), move |conn| {
+                    Box::pin(async move { side_effect(conn, delivery).await })
+                })
+                .await;
+            match processed {
+                Ok(Processed::Applied(())) => Ok(Outcome::Applied),
+                Ok(Processed::Duplicate) => Ok(Outcome::Duplicate),
+                Err(ProcessError::Store(err)) => Err(EdgeError::store(err)),
+                Err(ProcessError::SideEffect(err)) => Err(EdgeError::SideEffect(err.into())),
+            }
+        }
+        .await;
+        report(&result);
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+/// Verifies at the clock's `now` and records the dedupe key on the current span.
+fn verify(
+    provider: &dyn Provider,
+    clock: &dyn Clock,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<VerifiedDelivery, EdgeError> {
+    let delivery = provider.verify(headers, body, clock.now())?;
+    let key = delivery.dedupe_key();
+    let span = Span::current();
+    span.record("scope", key.scope());
+    span.record("delivery_id", key.delivery_id());
+    if let Some(event_type) = delivery.event_type() {
+        span.record("event_type", event_type);
+    }
+    Ok(delivery)
+}
+
+/// The span every delivery runs in. Its fields never hold the body, a header value
+/// other than the delivery id, or a secret.
+pub(crate) fn delivery_span(provider: &str) -> Span {
+    tracing::info_span!(
+        "hookbox.delivery",
+        provider,
+        scope = Empty,
+        delivery_id = Empty,
+        event_type = Empty,
+        outcome = Empty,
+        status = Empty,
+        error = Empty,
+    )
+}
+
+/// Records the outcome and status on the current span and emits one event: `info`
+/// for a 2xx, `warn` for the sender's mistakes, `error` when the delivery was not
+/// stored.
+pub(crate) fn report(result: &Result<Outcome, EdgeError>) {
+    let span = Span::current();
+    match result {
+        Ok(outcome) => {
+            span.record("outcome", outcome.as_str());
+            span.record("status", outcome.status().as_u16());
+            tracing::info!("delivery acknowledged");
+        }
+        Err(err) => {
+            let status = err.status();
+            span.record("status", status.as_u16());
+            span.record("error", err.kind());
+            if status.is_server_error() {
+                tracing::error!(cause = %Chain(err), "delivery not stored; the sender will retry");
+            } else {
+                // the sender-facing explanation: names a header or the likely
+                // mistake, never the secret or the body
+                tracing::warn!(reason = %err, "delivery refused");
+            }
+        }
+    }
+}
+
+/// Formats an error and its sources as `outer: inner: innermost`.
+struct Chain<'a>(&'a dyn StdError);
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(f, ": {err}")?;
+            source = err.source();
+        }
+        Ok(())
+    }
+}

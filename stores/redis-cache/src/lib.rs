@@ -1,0 +1,110 @@
+//! A Redis front cache for any hookbox store: duplicates answered from Redis, every
+//! decision still made by the database.
+//!
+//! [`Cached`] wraps a database store (`hookbox-sqlite`, `hookbox-diesel-pg`, or your
+//! own) and implements the same traits again. Most redeliveries are duplicates of a
+//! delivery already applied; the cache answers those from Redis without opening a
+//! database transaction. Redis is never the authority: a key is written only after
+//! the database committed it, and anything short of a clear, timely "present" goes to
+//! the database claim, which decides exactly as it would without a cache. Losing
+//! Redis never loses or doubles an event; it only makes duplicates cost a database
+//! round trip again.
+//!
+//! # Guarantees
+//! - **A hit** (the key is in Redis, and Redis answered within the timeout) means
+//!   the database committed that key earlier: the call answers
+//!   [`Processed::Duplicate`](hookbox_core::Processed::Duplicate) (or
+//!   [`Received::AlreadyStored`](hookbox_core::Received::AlreadyStored)) without
+//!   touching the database.
+//! - **A miss** (absent, expired, evicted) goes to the database claim; once it
+//!   returns `Ok` (the commit happened, now or before) the key is written to Redis
+//!   with the TTL.
+//! - **An outage, an error or a slow answer** is a miss: each Redis call is bounded
+//!   by a client-side timeout (5 ms by default), never surfaces as an error, and the
+//!   write after the commit is spawned so the acknowledgement never waits on it.
+//!   The connection manager reconnects in the background.
+//! - **A failure is never cached**: a side-effect or store error writes nothing.
+//! - **The TTL is never longer than the retention**: [`Cached::new`] refuses a TTL
+//!   longer than the store's shortest retention, so Redis cannot outlive the
+//!   database row a hit stands for.
+//!
+//! | Redis state | `process_once` / `receive` answers | the database |
+//! |---|---|---|
+//! | up, key cached | `Duplicate` / `AlreadyStored` at once | not touched |
+//! | up, key absent (new, expired, evicted) | the store's answer; the key is cached after the commit | claims as usual |
+//! | slower than the timeout (`CLIENT PAUSE`, overload) | the store's answer, at most one timeout later | claims as usual |
+//! | down, refusing connections, restarting | the store's answer; reconnection happens in the background | claims as usual |
+//! | restarted empty or flushed | the store's answer; keys are cached again as copies arrive | claims as usual |
+//! | any, and the side effect or store fails | the error, unchanged | rolled back; nothing cached |
+//!
+//! `claim` (inside a transaction you own) goes to the store only, because the cache
+//! cannot know when you commit; see [`Cached`] for that and for `purge`.
+//!
+//! # Examples
+//! Wrap the embedded SQLite store; the code is the same with Redis up or down (with
+//! it down, every lookup falls through to SQLite):
+//! ```
+//! use std::time::Duration;
+//!
+//! use diesel_async::RunQueryDsl;
+//! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
+//! use hookbox_redis_cache::{CacheOptions, Cached};
+//! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
+//!
+//! async fn credit(conn: &mut Conn) -> diesel::QueryResult<usize> {
+//!     diesel::sql_query(
+//!         "INSERT INTO credits VALUES ('acct_1', 100) \
+//!          ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
+//!     )
+//!     .execute(conn)
+//!     .await
+//! }
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let unique = format!("{}-{}", std::process::id(), std::time::SystemTime::now()
+//! #     .duration_since(std::time::UNIX_EPOCH)?.as_nanos());
+//! # let dir = std::env::temp_dir().join(format!("hookbox-redis-doc-{unique}"));
+//! # std::fs::create_dir_all(&dir)?;
+//! # let path = dir.join("hookbox.db");
+//! let db = SqliteStore::open(&path, SqliteOptions::default()).await?;
+//! db.migrate().await?;
+//! # let mut conn = db.connection().await?;
+//! # diesel::sql_query("CREATE TABLE credits (account TEXT PRIMARY KEY, balance INTEGER)")
+//! #     .execute(&mut *conn)
+//! #     .await?;
+//! # drop(conn);
+//! let retention = db.options().retention_policy().clone();
+//!
+//! let redis = hookbox_redis_cache::connect("redis://127.0.0.1:6379/")?;
+//! let options = CacheOptions::default()
+//!     .ttl(Duration::from_secs(24 * 3600))
+//!     .timeout(Duration::from_millis(5));
+//! # let options = options.ttl(Duration::from_secs(60)).prefix(format!("hookbox-doc-{unique}:"));
+//! let store = Cached::new(db, redis, options, &retention)?;
+//!
+//! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+//! let first = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! assert_eq!(first, Processed::Applied(1));
+//!
+//! // the retry: answered from Redis once the key is cached, else by SQLite
+//! let again = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! assert_eq!(again, Processed::Duplicate);
+//! # drop(store);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+mod cached;
+mod error;
+mod key;
+mod options;
+
+pub use cached::{CacheStats, Cached, connect};
+pub use error::Error;
+pub use options::{CacheOptions, DEFAULT_PREFIX, DEFAULT_TIMEOUT, DEFAULT_TTL};
+
+// the client, so users build connection managers with the version this crate uses
+pub use redis;

@@ -1,0 +1,492 @@
+//! Shared test setup: a SQLite file per test with a ledger (as in `hookbox-sqlite`'s
+//! own tests), the Redis to cache in (the shared one from `HOOKBOX_REDIS_URL`, a
+//! private `redis-server` child, or none at all), and the conformance harness.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use diesel::OptionalExtension as _;
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel_async::RunQueryDsl as _;
+use hookbox_core::testing::{Harness, SuiteConfig};
+use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore, RetentionPolicy};
+use hookbox_redis_cache::redis::aio::ConnectionManager;
+use hookbox_redis_cache::{CacheOptions, Cached};
+use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// A Redis address where nothing listens: every lookup fails at once.
+pub const DEAD_REDIS: &str = "redis://127.0.0.1:1/";
+
+/// A directory removed when dropped.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "hookbox-redis-cache-{}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.0.join("hookbox.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `true` when `HOOKBOX_REQUIRE_SERVICES=1`: a missing service fails the test.
+pub fn services_required() -> bool {
+    std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1")
+}
+
+/// Skips (prints and returns `None`) or, when services are required, panics.
+pub fn skip<T>(why: &str) -> Option<T> {
+    assert!(!services_required(), "HOOKBOX_REQUIRE_SERVICES=1 but {why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// The shared Redis from `HOOKBOX_REDIS_URL`, if set and answering.
+pub async fn shared_redis() -> Option<ConnectionManager> {
+    let Ok(url) = std::env::var("HOOKBOX_REDIS_URL") else {
+        return skip("HOOKBOX_REDIS_URL is not set");
+    };
+    let redis = hookbox_redis_cache::connect(&url).unwrap();
+    if ping(&redis).await {
+        Some(redis)
+    } else {
+        skip(&format!(
+            "the redis at HOOKBOX_REDIS_URL ({url}) does not answer"
+        ))
+    }
+}
+
+/// `true` when `redis` answers PING within a second.
+pub async fn ping(redis: &ConnectionManager) -> bool {
+    let mut conn = redis.clone();
+    matches!(
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            hookbox_redis_cache::redis::cmd("PING").query_async::<String>(&mut conn),
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
+
+/// A prefix no other test, run or process shares.
+pub fn unique_prefix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "hookbox-test:{}-{}-{:x}:",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        fastrand::u64(..)
+    )
+}
+
+/// Whether `key` exists, asked with a generous timeout (a test's own check, not the
+/// cache's).
+pub async fn exists(redis: &ConnectionManager, key: &str) -> bool {
+    let mut conn = redis.clone();
+    let mut cmd = hookbox_redis_cache::redis::cmd("EXISTS");
+    cmd.arg(key);
+    tokio::time::timeout(Duration::from_secs(5), cmd.query_async::<u64>(&mut conn))
+        .await
+        .expect("redis answered within 5 s")
+        .expect("EXISTS succeeded")
+        > 0
+}
+
+/// The remaining TTL of `key` in milliseconds (`-2` absent, `-1` no TTL).
+pub async fn pttl(redis: &ConnectionManager, key: &str) -> i64 {
+    let mut conn = redis.clone();
+    let mut cmd = hookbox_redis_cache::redis::cmd("PTTL");
+    cmd.arg(key);
+    tokio::time::timeout(Duration::from_secs(5), cmd.query_async::<i64>(&mut conn))
+        .await
+        .expect("redis answered within 5 s")
+        .expect("PTTL succeeded")
+}
+
+/// Waits until `check` holds, polling; panics after `limit` (a bound on a wait for
+/// an eventual state, not a speed assertion).
+pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Opens a migrated store with a ledger on `path`.
+pub async fn open_sqlite(path: &Path, options: SqliteOptions) -> SqliteStore {
+    let store = SqliteStore::open(path, options).await.unwrap();
+    store.migrate().await.unwrap();
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query(
+        "CREATE TABLE IF NOT EXISTS ledger (account TEXT PRIMARY KEY, \
+         balance BIGINT NOT NULL DEFAULT 0, plan TEXT)",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    store
+}
+
+/// Runs one statement on a fresh connection of the store (test setup and sabotage).
+pub async fn execute(store: &SqliteStore, sql: &str) {
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query(sql).execute(&mut *conn).await.unwrap();
+}
+
+/// The side effect: adds `amount` to `account`.
+pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
+    diesel::sql_query(
+        "INSERT INTO ledger (account, balance) VALUES (?, ?) \
+         ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
+    )
+    .bind::<Text, _>(account)
+    .bind::<BigInt, _>(amount)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(diesel::QueryableByName)]
+struct Balance {
+    #[diesel(sql_type = BigInt)]
+    balance: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Plan {
+    #[diesel(sql_type = Nullable<Text>)]
+    plan: Option<String>,
+}
+
+pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
+    let mut conn = store.connection().await?;
+    let row = diesel::sql_query("SELECT balance FROM ledger WHERE account = ?")
+        .bind::<Text, _>(account)
+        .get_result::<Balance>(&mut *conn)
+        .await
+        .optional()?;
+    Ok(row.map_or(0, |r| r.balance))
+}
+
+/// The ledger's total over every account.
+pub async fn total(store: &SqliteStore) -> i64 {
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query("SELECT COALESCE(SUM(balance), 0) AS balance FROM ledger")
+        .get_result::<Balance>(&mut *conn)
+        .await
+        .unwrap()
+        .balance
+}
+
+/// A cached SQLite store on a fresh file, and the file's directory.
+pub struct Fixture {
+    pub store: Cached<SqliteStore>,
+    pub dir: TempDir,
+}
+
+impl Fixture {
+    /// A fresh store with `retention`, cached in `redis` with `options` (whose prefix
+    /// is replaced by a unique one).
+    pub async fn new(
+        redis: ConnectionManager,
+        options: CacheOptions,
+        retention: RetentionPolicy,
+    ) -> Self {
+        Self::with_sqlite(
+            redis,
+            options,
+            SqliteOptions::default().retention(retention),
+        )
+        .await
+    }
+
+    /// A fresh store opened with `sqlite`, cached in `redis` with `options`.
+    pub async fn with_sqlite(
+        redis: ConnectionManager,
+        options: CacheOptions,
+        sqlite: SqliteOptions,
+    ) -> Self {
+        let dir = TempDir::new();
+        let retention = sqlite.retention_policy().clone();
+        let inner = open_sqlite(&dir.db(), sqlite).await;
+        let store = Cached::new(inner, redis, options.prefix(unique_prefix()), &retention)
+            .expect("valid cache options");
+        Self { store, dir }
+    }
+
+    /// Applies `key` once with a `amount` credit to `account`, failing the test on an
+    /// error.
+    pub async fn credit_once(
+        &self,
+        key: &DedupeKey,
+        account: &str,
+        amount: i64,
+    ) -> hookbox_core::Processed<()> {
+        let account = account.to_string();
+        self.store
+            .process_once(key, move |conn| {
+                Box::pin(async move { credit(conn, &account, amount).await })
+            })
+            .await
+            .unwrap()
+    }
+}
+
+/// Which Redis the conformance harness caches in.
+pub trait RedisChoice: Send + Sync + 'static {
+    /// Returns the connection manager, or `None` to use an unreachable one.
+    fn redis() -> BoxFuture<'static, ConnectionManager>;
+}
+
+/// The shared Redis of `HOOKBOX_REDIS_URL`; without one (and without
+/// `HOOKBOX_REQUIRE_SERVICES=1`) the suite still runs, against an unreachable Redis.
+pub struct SharedRedis;
+
+impl RedisChoice for SharedRedis {
+    fn redis() -> BoxFuture<'static, ConnectionManager> {
+        Box::pin(async {
+            match shared_redis().await {
+                Some(redis) => redis,
+                None => {
+                    eprintln!("running the conformance suite with an unreachable redis instead");
+                    hookbox_redis_cache::connect(DEAD_REDIS).unwrap()
+                }
+            }
+        })
+    }
+}
+
+/// A Redis that refuses every connection: the whole outage path.
+pub struct NoRedis;
+
+impl RedisChoice for NoRedis {
+    fn redis() -> BoxFuture<'static, ConnectionManager> {
+        Box::pin(async { hookbox_redis_cache::connect(DEAD_REDIS).unwrap() })
+    }
+}
+
+/// The conformance harness: `Cached<SqliteStore>` on one temp file per test.
+pub struct CachedHarness<R> {
+    fixture: Fixture,
+    _redis: std::marker::PhantomData<R>,
+}
+
+impl<R: RedisChoice> Harness for CachedHarness<R> {
+    type Conn = Conn;
+    type Error = Error;
+    type Store = Cached<SqliteStore>;
+
+    fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
+        Box::pin(async move {
+            // as long as the retention allows, and short, so a test's keys leave the
+            // shared Redis soon after the run
+            let keep = config
+                .retention
+                .rules()
+                .map(|(_, keep)| keep)
+                .fold(hookbox_core::DEFAULT_KEEP, Duration::min);
+            let ttl = keep.min(Duration::from_secs(600));
+            let sqlite = SqliteOptions::default()
+                .retention(config.retention)
+                .retry(config.retry)
+                .lease(config.lease);
+            let options = CacheOptions::default().ttl(ttl);
+            let fixture = Fixture::with_sqlite(R::redis().await, options, sqlite).await;
+            Self {
+                fixture,
+                _redis: std::marker::PhantomData,
+            }
+        })
+    }
+
+    fn store(&self) -> &Cached<SqliteStore> {
+        &self.fixture.store
+    }
+
+    fn credit<'c>(
+        conn: &'c mut Conn,
+        account: &'c str,
+        amount: i64,
+    ) -> BoxFuture<'c, Result<(), Error>> {
+        Box::pin(credit(conn, account, amount))
+    }
+
+    fn set_plan<'c>(
+        conn: &'c mut Conn,
+        account: &'c str,
+        plan: &'c str,
+    ) -> BoxFuture<'c, Result<(), Error>> {
+        Box::pin(async move {
+            diesel::sql_query(
+                "INSERT INTO ledger (account, plan) VALUES (?, ?) \
+                 ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
+            )
+            .bind::<Text, _>(account)
+            .bind::<Text, _>(plan)
+            .execute(conn)
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
+        Box::pin(balance(self.fixture.store.inner(), account))
+    }
+
+    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
+        Box::pin(async move {
+            let mut conn = self.fixture.store.inner().connection().await?;
+            let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
+                .bind::<Text, _>(account)
+                .get_result::<Plan>(&mut *conn)
+                .await
+                .optional()?;
+            Ok(row.and_then(|r| r.plan))
+        })
+    }
+
+    fn claim_in_own_transaction<'a>(
+        &'a self,
+        key: &'a DedupeKey,
+        account: &'a str,
+        amount: i64,
+    ) -> BoxFuture<'a, Result<Claim, Error>> {
+        Box::pin(async move {
+            let store = &self.fixture.store;
+            let mut conn = store.inner().connection().await?;
+            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, Error> {
+                // the claim goes through the cache wrapper, as a user's would
+                let claim = store.claim(conn, key).await?;
+                if claim == Claim::New {
+                    credit(conn, account, amount).await?;
+                }
+                Ok(claim)
+            })
+            .await
+        })
+    }
+}
+
+/// A private `redis-server` on a random port, killed when dropped (also on panic).
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    /// Starts one, or skips when the `redis-server` binary is missing.
+    pub async fn start() -> Option<Self> {
+        if Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_err()
+        {
+            return skip("the redis-server binary is not installed");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = Self { child: None, port };
+        server.restart().await;
+        Some(server)
+    }
+
+    /// The URL to connect to.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Kills the server at once (SIGKILL: no shutdown, no save).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server (again) on the same port, empty, and waits until it answers.
+    pub async fn restart(&mut self) {
+        self.kill();
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let port = self.port;
+        wait_until(
+            "the private redis-server answers",
+            Duration::from_secs(20),
+            || async move {
+                raw_command(port, "PING", Duration::from_millis(500))
+                    .await
+                    .is_some_and(|reply| reply.starts_with("+PONG"))
+            },
+        )
+        .await;
+    }
+
+    /// Sends one inline command on a fresh connection and returns the first reply
+    /// bytes, or `None` when none came within `wait`.
+    pub async fn command(&self, command: &str, wait: Duration) -> Option<String> {
+        raw_command(self.port, command, wait).await
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn raw_command(port: u16, command: &str, wait: Duration) -> Option<String> {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        stream
+            .write_all(format!("{command}\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut reply = vec![0u8; 256];
+        let n = stream.read(&mut reply).await.ok()?;
+        (n > 0).then(|| String::from_utf8_lossy(&reply[..n]).into_owned())
+    };
+    tokio::time::timeout(wait, exchange).await.ok().flatten()
+}
