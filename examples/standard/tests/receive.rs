@@ -1,0 +1,98 @@
+//! The example over real HTTP: an event sent twice is stored once and written to the
+//! ledger once; a forged copy is refused; a receiver process and a separate worker
+//! process share one database.
+
+use hookbox_example_testkit::{Sandbox, unique};
+use hookbox_standard::StandardSigner;
+
+const BIN: &str = env!("CARGO_BIN_EXE_example-standard");
+const PATH: &str = "/webhooks/standard";
+/// The example's documented demo secret.
+const SECRET: &str = "whsec_aG9va2JveC1zdGFuZGFyZC1kZW1vLXNlY3JldCEh";
+const BODY: &[u8] = br#"{"type":"contact.created","data":{"id":"contact_1"}}"#;
+
+fn ledger_lines(id: &str) -> String {
+    format!("SELECT COUNT(*) AS n FROM event_ledger WHERE delivery_id = '{id}'")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
+    let sandbox = Sandbox::new();
+    let example = sandbox.start(BIN, &[]);
+    let standard = StandardSigner::new(SECRET).unwrap();
+    let id = unique("msg");
+
+    let first = example.send(PATH, &standard, &id, BODY).await;
+    assert_eq!(
+        (first.status, first.outcome().as_str()),
+        (200, "stored"),
+        "{first:?}"
+    );
+    let retry = example.send(PATH, &standard, &id, BODY).await;
+    assert_eq!(
+        (retry.status, retry.outcome().as_str()),
+        (200, "duplicate"),
+        "{retry:?}"
+    );
+
+    let forger = StandardSigner::new("whsec_bm90LXRoZS1lbmRwb2ludC1zZWNyZXQ=").unwrap();
+    let forged = example.send(PATH, &forger, &unique("msg"), BODY).await;
+    assert_eq!(
+        (forged.status, forged.outcome().as_str()),
+        (401, "signature_mismatch"),
+        "{forged:?}"
+    );
+
+    let stats = sandbox.wait_processed(1).await;
+    assert_eq!(
+        stats.processed, 1,
+        "one row: the duplicate and the forgery were not stored"
+    );
+    assert_eq!(
+        sandbox.query_i64(&ledger_lines(&id)).await,
+        1,
+        "applied exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_separate_worker_process_applies_what_the_receiver_stored() {
+    let sandbox = Sandbox::new();
+    let receiver = sandbox.start(BIN, &["serve", "--no-worker"]);
+    let standard = StandardSigner::new(SECRET).unwrap();
+    let id = unique("msg");
+
+    let first = receiver.send(PATH, &standard, &id, BODY).await;
+    assert_eq!(
+        (first.status, first.outcome().as_str()),
+        (200, "stored"),
+        "{first:?}"
+    );
+    let retry = receiver.send(PATH, &standard, &id, BODY).await;
+    assert_eq!(
+        (retry.status, retry.outcome().as_str()),
+        (200, "duplicate"),
+        "{retry:?}"
+    );
+    // no worker runs anywhere yet: the delivery waits in the inbox
+    let stats = sandbox.stats().await;
+    assert_eq!((stats.pending, stats.processed), (1, 0), "{stats:?}");
+
+    let worker = sandbox.spawn(BIN, &["worker"]);
+    sandbox.wait_processed(1).await;
+    assert_eq!(
+        sandbox.query_i64(&ledger_lines(&id)).await,
+        1,
+        "applied exactly once"
+    );
+    assert!(
+        worker.log().contains("applied once"),
+        "the worker process applied it:\n{}",
+        worker.log()
+    );
+    assert!(
+        !receiver.log().contains("applied once"),
+        "the receiver ran no worker:\n{}",
+        receiver.log()
+    );
+}

@@ -1,0 +1,52 @@
+//! The example over real HTTP: an event sent twice is stored once and written to the
+//! ledger once; a forged copy is refused.
+
+use hookbox_example_testkit::{Sandbox, unique};
+use hookbox_svix::SvixSigner;
+
+const BIN: &str = env!("CARGO_BIN_EXE_example-svix");
+const PATH: &str = "/webhooks/svix";
+/// The example's documented demo secret.
+const SECRET: &str = "whsec_aG9va2JveC1zdml4LWRlbW8tc2VjcmV0";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
+    let sandbox = Sandbox::new();
+    let example = sandbox.start(BIN, &[]);
+    let svix = SvixSigner::new(SECRET).unwrap();
+    let id = unique("msg");
+    let body = br#"{"type":"invoice.paid","data":{"invoice_id":"inv_1"}}"#;
+
+    let first = example.send(PATH, &svix, &id, body).await;
+    assert_eq!(
+        (first.status, first.outcome().as_str()),
+        (200, "stored"),
+        "{first:?}"
+    );
+    let retry = example.send(PATH, &svix, &id, body).await;
+    assert_eq!(
+        (retry.status, retry.outcome().as_str()),
+        (200, "duplicate"),
+        "{retry:?}"
+    );
+
+    let forger = SvixSigner::new("whsec_bm90LXRoZS1lbmRwb2ludC1zZWNyZXQ=").unwrap();
+    let forged = example.send(PATH, &forger, &unique("msg"), body).await;
+    assert_eq!(
+        (forged.status, forged.outcome().as_str()),
+        (401, "signature_mismatch"),
+        "{forged:?}"
+    );
+
+    let stats = sandbox.wait_processed(1).await;
+    assert_eq!(
+        stats.processed, 1,
+        "one row: the duplicate and the forgery were not stored"
+    );
+    let lines = sandbox
+        .query_i64(&format!(
+            "SELECT COUNT(*) AS n FROM event_ledger WHERE delivery_id = '{id}' AND event_type = 'invoice.paid'"
+        ))
+        .await;
+    assert_eq!(lines, 1, "the event written to the ledger exactly once");
+}
