@@ -8,10 +8,14 @@
 //!
 //! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL).
 //!
+//! `hookbox demo` runs a receiver, a worker and a stream of faulty deliveries on this
+//! machine and prints whether every event was applied exactly once.
+//!
 //! Exit status: 0 success, 1 the delivery (or the secret) was rejected or the store
 //! failed, 2 usage error.
 #![forbid(unsafe_code)]
 
+mod demo;
 mod inbox;
 mod providers;
 mod send;
@@ -47,6 +51,10 @@ enum Command {
     Send(send::SendArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
+    /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
+    /// shuffles, forgeries, lost acks) and show each event applied exactly once.
+    #[command(after_help = demo::AFTER_HELP)]
+    Demo(demo::DemoArgs),
 }
 
 /// The exit status of a usage error, the same as clap's own.
@@ -59,6 +67,7 @@ fn main() -> ExitCode {
         Command::Sign(args) => sign::run(args),
         Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
+        Command::Demo(args) => demo::run(args),
     };
     outcome.unwrap_or_else(|err| {
         eprintln!("error: {err}");

@@ -1,0 +1,277 @@
+//! The demo's own tables and the worker's handler: the side effect a user writes.
+//!
+//! The handler runs on the inbox row's transaction, so its writes commit with the
+//! row's `processed_at` or not at all: credits go to `demo_accounts`, plan updates go
+//! through the store's [`VersionGuard`], and every application is logged in
+//! `demo_applied` (one row per time an event was applied, like the seed's `applied`
+//! table), which is what the report counts.
+//!
+//! The SQL is written once, with Postgres' `$1` placeholders; SQLite reads the same
+//! numbers as `?1`.
+
+use std::collections::HashMap;
+use std::ops::DerefMut;
+
+use diesel::backend::{Backend, DieselReserveSpecialization};
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, HasSqlType, Text};
+use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
+use hookbox_core::{Advance, BoxFuture, Inbox, StoredDelivery, VersionGuard};
+use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
+use hookbox_sqlite::SqliteStore;
+
+use super::Failure;
+use super::traffic::{Change, Payload};
+
+/// The demo's tables, valid SQL on both SQLite and Postgres.
+const CREATE_TABLES: [&str; 2] = [
+    "CREATE TABLE demo_accounts (account TEXT PRIMARY KEY, \
+     credits BIGINT NOT NULL DEFAULT 0, plan TEXT, plan_version BIGINT NOT NULL DEFAULT 0)",
+    // no key on purpose: an event applied twice must show up as two rows
+    "CREATE TABLE demo_applied (event_id TEXT NOT NULL, outcome TEXT NOT NULL, \
+     forged BIGINT NOT NULL)",
+];
+
+const CREDIT: &str = "INSERT INTO demo_accounts (account, credits) VALUES ($1, $2) \
+     ON CONFLICT (account) DO UPDATE SET credits = demo_accounts.credits + excluded.credits";
+
+const SET_PLAN: &str = "INSERT INTO demo_accounts (account, plan, plan_version) \
+     VALUES ($1, $2, $3) ON CONFLICT (account) \
+     DO UPDATE SET plan = excluded.plan, plan_version = excluded.plan_version";
+
+const LOG: &str = "INSERT INTO demo_applied (event_id, outcome, forged) VALUES ($1, $2, $3)";
+
+/// What the handler logs for each application.
+pub(crate) const CREDITED: &str = "credited";
+pub(crate) const PLAN_SET: &str = "plan_set";
+pub(crate) const STALE_REFUSED: &str = "stale_refused";
+
+/// A statement parameter.
+pub(crate) enum Arg<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// One `name, n` row: how every report query answers.
+#[derive(diesel::QueryableByName)]
+struct Pair {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// Runs the demo's SQL on a store's connection, whichever database it is.
+pub(crate) trait DemoConn: Send {
+    /// Runs one statement whose parameters are written `$1`, `$2`, … in order.
+    fn execute<'c>(
+        &'c mut self,
+        sql: &'c str,
+        args: &'c [Arg<'c>],
+    ) -> BoxFuture<'c, diesel::QueryResult<usize>>;
+
+    /// Runs a query whose rows are `name TEXT, n BIGINT`.
+    fn pairs<'c>(
+        &'c mut self,
+        sql: &'c str,
+    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>>;
+}
+
+/// Binds `args` to `sql` as one query type, whatever their number.
+fn bound<'a, DB>(sql: String, args: &'a [Arg<'a>]) -> BoxedSqlQuery<'a, DB, SqlQuery>
+where
+    DB: Backend + DieselReserveSpecialization + HasSqlType<Text> + HasSqlType<BigInt>,
+    &'a str: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+{
+    args.iter().fold(
+        diesel::sql_query(sql).into_boxed(),
+        |query, arg| match arg {
+            Arg::Text(text) => query.bind::<Text, _>(*text),
+            Arg::Int(int) => query.bind::<BigInt, _>(*int),
+        },
+    )
+}
+
+impl DemoConn for hookbox_sqlite::Conn {
+    fn execute<'c>(
+        &'c mut self,
+        sql: &'c str,
+        args: &'c [Arg<'c>],
+    ) -> BoxFuture<'c, diesel::QueryResult<usize>> {
+        // SQLite numbers its parameters `?1`, `?2`, … where Postgres writes `$1`, `$2`, …
+        let query = bound::<diesel::sqlite::Sqlite>(sql.replace('$', "?"), args);
+        Box::pin(query.execute(self))
+    }
+
+    fn pairs<'c>(
+        &'c mut self,
+        sql: &'c str,
+    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>> {
+        Box::pin(async move {
+            let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
+            Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
+        })
+    }
+}
+
+impl DemoConn for AsyncPgConnection {
+    fn execute<'c>(
+        &'c mut self,
+        sql: &'c str,
+        args: &'c [Arg<'c>],
+    ) -> BoxFuture<'c, diesel::QueryResult<usize>> {
+        let query = bound::<diesel::pg::Pg>(sql.to_string(), args);
+        Box::pin(query.execute(self))
+    }
+
+    fn pairs<'c>(
+        &'c mut self,
+        sql: &'c str,
+    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>> {
+        Box::pin(async move {
+            let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
+            Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
+        })
+    }
+}
+
+/// A store the demo runs on: the hookbox traits on one connection type, and a way to
+/// check a connection out for the demo's own tables.
+pub(crate) trait DemoStore<C: DemoConn>:
+    Inbox<Conn = C> + VersionGuard<Conn = C> + Clone + 'static
+{
+    /// A pooled connection.
+    type Pooled: DerefMut<Target = C> + Send;
+
+    /// Checks a connection out of the store's pool.
+    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>>;
+}
+
+impl DemoStore<hookbox_sqlite::Conn> for SqliteStore {
+    type Pooled = hookbox_sqlite::PooledConnection;
+
+    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>> {
+        Box::pin(async move { Ok(self.connection().await?) })
+    }
+}
+
+impl DemoStore<AsyncPgConnection> for PgStore {
+    type Pooled = hookbox_diesel_pg::PooledConnection;
+
+    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>> {
+        Box::pin(async move { Ok(self.connection().await?) })
+    }
+}
+
+/// Creates the demo's tables (after the store's own migration).
+pub(crate) async fn create_tables<C: DemoConn>(conn: &mut C) -> Result<(), Failure> {
+    for sql in CREATE_TABLES {
+        conn.execute(sql, &[]).await?;
+    }
+    Ok(())
+}
+
+/// Returns the worker's handler: it applies one inbox row with `store`'s version
+/// guard, on the row's transaction.
+pub(crate) fn handler<S, C>(
+    store: S,
+) -> impl for<'c> Fn(&'c mut C, &'c StoredDelivery) -> BoxFuture<'c, Result<(), Failure>>
++ Send
++ Sync
++ 'static
+where
+    S: VersionGuard<Conn = C> + Clone + 'static,
+    C: DemoConn,
+{
+    move |conn, row| {
+        let store = store.clone();
+        Box::pin(async move { apply(&store, conn, row).await })
+    }
+}
+
+/// Applies one delivery: a credit, or a plan update the version guard lets through;
+/// then logs what it did. Any error rolls all of it back with the row.
+async fn apply<S, C>(store: &S, conn: &mut C, row: &StoredDelivery) -> Result<(), Failure>
+where
+    S: VersionGuard<Conn = C>,
+    C: DemoConn,
+{
+    let payload: Payload = row.parse()?;
+    let account = payload.account.as_str();
+    let outcome = match &payload.change {
+        Change::Credit { amount } => {
+            conn.execute(CREDIT, &[Arg::Text(account), Arg::Int(*amount)])
+                .await?;
+            CREDITED
+        }
+        Change::Plan { plan, version } => match store.advance(conn, account, *version).await? {
+            Advance::Applied => {
+                let args = [Arg::Text(account), Arg::Text(plan), Arg::Int(*version)];
+                conn.execute(SET_PLAN, &args).await?;
+                PLAN_SET
+            }
+            // an older update after a newer one: processed, not applied
+            Advance::Stale => STALE_REFUSED,
+        },
+    };
+    let args = [
+        Arg::Text(&payload.id),
+        Arg::Text(outcome),
+        Arg::Int(i64::from(payload.forged)),
+    ];
+    conn.execute(LOG, &args).await?;
+    Ok(())
+}
+
+/// The demo's tables after the run, as the database has them.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    /// Applications per event id (a forged row counts under the id it claimed).
+    pub(crate) applied: HashMap<String, i64>,
+    /// Applications per outcome ([`CREDITED`], [`PLAN_SET`], [`STALE_REFUSED`]).
+    pub(crate) outcomes: HashMap<String, i64>,
+    /// Applications of forged bodies.
+    pub(crate) forged: i64,
+    /// Credits per account.
+    pub(crate) credits: HashMap<String, i64>,
+    /// Plan version per account.
+    pub(crate) plan_versions: HashMap<String, i64>,
+}
+
+/// Reads the demo's tables.
+pub(crate) async fn read_tables<C: DemoConn>(conn: &mut C) -> Result<Tables, Failure> {
+    let forged = map(
+        conn,
+        "SELECT outcome AS name, COUNT(*) AS n FROM demo_applied WHERE forged = 1 GROUP BY outcome",
+    )
+    .await?;
+    Ok(Tables {
+        applied: map(
+            conn,
+            "SELECT event_id AS name, COUNT(*) AS n FROM demo_applied GROUP BY event_id",
+        )
+        .await?,
+        outcomes: map(
+            conn,
+            "SELECT outcome AS name, COUNT(*) AS n FROM demo_applied GROUP BY outcome",
+        )
+        .await?,
+        forged: forged.values().sum(),
+        credits: map(
+            conn,
+            "SELECT account AS name, credits AS n FROM demo_accounts",
+        )
+        .await?,
+        plan_versions: map(
+            conn,
+            "SELECT account AS name, plan_version AS n FROM demo_accounts",
+        )
+        .await?,
+    })
+}
+
+async fn map<C: DemoConn>(conn: &mut C, sql: &str) -> Result<HashMap<String, i64>, Failure> {
+    Ok(conn.pairs(sql).await?.into_iter().collect())
+}

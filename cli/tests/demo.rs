@@ -1,0 +1,234 @@
+//! `hookbox demo` as a user runs it: the built binary, a small stream, the printed
+//! table read back. On SQLite always; on Postgres when `HOOKBOX_PG_URL` is set
+//! (skipped without it unless `HOOKBOX_REQUIRE_SERVICES=1`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use hookbox_diesel_pg::{diesel, diesel_async};
+
+/// A temp directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "hookbox-cli-demo-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One table row: the count, and the value it must have where the table says one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    count: i64,
+    must_be: Option<i64>,
+}
+
+/// The run's table, by label.
+struct Table {
+    stdout: String,
+    rows: HashMap<&'static str, Row>,
+}
+
+const LABELS: [&str; 7] = [
+    "deliveries sent",
+    "events applied once",
+    "events applied more than once",
+    "events never applied",
+    "forgeries rejected (401)",
+    "forgeries stored",
+    "ledger",
+];
+
+impl Table {
+    fn parse(output: &Output) -> Self {
+        let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+        let mut rows = HashMap::new();
+        for line in stdout.lines() {
+            for label in LABELS {
+                let Some(rest) = line.strip_prefix(label) else {
+                    continue;
+                };
+                let numbers: Vec<i64> = rest
+                    .split_whitespace()
+                    .map(|n| n.parse().unwrap())
+                    .collect();
+                if let Some((&count, must_be)) = numbers.split_first() {
+                    let must_be = must_be.first().copied();
+                    rows.insert(label, Row { count, must_be });
+                }
+            }
+        }
+        Self { stdout, rows }
+    }
+
+    fn row(&self, label: &str) -> Row {
+        *self
+            .rows
+            .get(label)
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{}", self.stdout))
+    }
+
+    /// Checks what the demo promises: the ledger equals the expected total, no event
+    /// applied twice or lost, forgeries sent and every one refused, none stored.
+    fn assert_exactly_once(&self, events: i64) {
+        let ledger = self.row("ledger");
+        assert_eq!(Some(ledger.count), ledger.must_be, "{}", self.stdout);
+        assert!(ledger.count > 0, "{}", self.stdout);
+        assert_eq!(self.row("events applied once").count, events);
+        assert_eq!(self.row("events applied more than once").count, 0);
+        assert_eq!(self.row("events never applied").count, 0);
+        let forged = self.row("forgeries rejected (401)");
+        assert!(forged.count > 0, "no forgery sent:\n{}", self.stdout);
+        assert_eq!(Some(forged.count), forged.must_be, "{}", self.stdout);
+        assert_eq!(self.row("forgeries stored").count, 0);
+        // the faults make more deliveries than events
+        assert!(self.row("deliveries sent").count > events);
+        assert!(self.stdout.contains("\nok: "), "{}", self.stdout);
+    }
+}
+
+fn demo(args: &[&str], tmpdir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .arg("demo")
+        .args(args)
+        // the temporary SQLite file goes here, so the test can see it removed
+        .env("TMPDIR", tmpdir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_demo_on_sqlite_applies_every_event_exactly_once_and_leaves_nothing_behind() {
+    let dir = TempDir::new();
+    let output = demo(&["--events", "300"], &dir.0);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Table::parse(&output).assert_exactly_once(300);
+    // stderr is not a terminal here: no progress bar, no noise
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
+    assert!(left.is_empty(), "the temporary database was left: {left:?}");
+}
+
+#[test]
+fn every_provider_runs_the_demo_with_a_store_file_the_operator_can_open() {
+    let dir = TempDir::new();
+    for provider in ["stripe", "shopify", "github", "svix"] {
+        let db = dir.0.join(format!("{provider}.db"));
+        let db = db.to_str().unwrap();
+        let output = demo(
+            &[
+                "--events",
+                "200",
+                "--provider",
+                provider,
+                "--store",
+                db,
+                "--seed",
+                "7",
+            ],
+            &dir.0,
+        );
+        assert_eq!(output.status.code(), Some(0), "{provider}");
+        Table::parse(&output).assert_exactly_once(200);
+
+        // the file is kept, drained, for `hookbox inbox`
+        let stats = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(["inbox", "--store", db, "stats"])
+            .output()
+            .unwrap();
+        let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+        assert_eq!(stats["pending"], 0, "{provider}");
+        assert_eq!(stats["processed"], 200, "{provider}");
+    }
+}
+
+#[test]
+fn an_existing_store_file_is_refused_and_left_alone() {
+    let dir = TempDir::new();
+    let db = dir.0.join("mine.db");
+    std::fs::write(&db, b"not yours").unwrap();
+    let output = demo(&["--events", "10", "--store", db.to_str().unwrap()], &dir.0);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the file exists"));
+    assert_eq!(std::fs::read(&db).unwrap(), b"not yours");
+}
+
+/// Returns the server's URL, or `None` when the test must skip.
+async fn pg_url() -> Option<String> {
+    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
+    let Some(url) = std::env::var("HOOKBOX_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        assert!(
+            !required,
+            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
+        );
+        println!("skipped: HOOKBOX_PG_URL not set");
+        return None;
+    };
+    if let Err(err) = AsyncPgConnection::establish(&url).await {
+        assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
+        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
+        return None;
+    }
+    Some(url)
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_on_postgres_applies_every_event_exactly_once_and_drops_its_schema() {
+    let Some(url) = pg_url().await else { return };
+    let dir = TempDir::new();
+    let output = demo(&["--events", "300", "--store", &url], &dir.0);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = Table::parse(&output);
+    table.assert_exactly_once(300);
+
+    let schema = table
+        .stdout
+        .split_whitespace()
+        .find(|word| word.starts_with("hookbox_demo_"))
+        .expect("the heading names the schema")
+        .trim_end_matches([',', ')']);
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    let left = diesel::sql_query("SELECT COUNT(*) AS n FROM pg_namespace WHERE nspname = $1")
+        .bind::<Text, _>(schema)
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(left.n, 0, "schema {schema} was not dropped");
+}
