@@ -2,27 +2,17 @@
 //! in the inbox; a worker writes every event to a ledger exactly once, in the same
 //! transaction that marks the delivery processed.
 //!
+//! The store, the endpoint, the worker and shutdown are `hookbox-example-kit`'s
+//! (`examples/kit`); this file keeps only what is this example's own.
+//!
 //! Configuration (see README.md): `PORT`, `WEBHOOK_SECRET`, `HOOKBOX_STORE` (a SQLite
 //! file, or a `postgres://` URL), `HOOKBOX_REDIS_URL` (optional front cache).
-#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
-use std::time::Duration;
-
-use hookbox_axum::{Webhook, axum};
-use hookbox_core::{BoxFuture, Inbox, RetentionPolicy, StoredDelivery, run_worker};
-use hookbox_diesel_pg::{PgOptions, PgStore};
-use hookbox_redis_cache::{CacheOptions, Cached};
-use hookbox_sqlite::diesel::pg::Pg;
-use hookbox_sqlite::diesel::query_builder::{QueryFragment, QueryId};
+use hookbox_core::StoredDelivery;
+use hookbox_example_kit::{Error, Example, Statement};
+use hookbox_sqlite::diesel;
 use hookbox_sqlite::diesel::sql_types::{BigInt, Text};
-use hookbox_sqlite::diesel::sqlite::Sqlite;
-use hookbox_sqlite::diesel_async::methods::ExecuteDsl;
-use hookbox_sqlite::diesel_async::{AsyncConnectionCore, RunQueryDsl as _};
-use hookbox_sqlite::{SqliteOptions, SqliteStore, diesel};
 use hookbox_svix::Svix;
-use tokio::sync::watch;
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The demo signing secret; set `WEBHOOK_SECRET` to your endpoint's `whsec_…` secret.
 const DEMO_SECRET: &str = "whsec_aG9va2JveC1zdml4LWRlbW8tc2VjcmV0";
@@ -34,10 +24,6 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
     (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
 const RECORD: &str =
     "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
-
-/// A statement either backend can run.
-trait Statement: QueryFragment<Sqlite> + QueryFragment<Pg> + QueryId + Send {}
-impl<T: QueryFragment<Sqlite> + QueryFragment<Pg> + QueryId + Send> Statement for T {}
 
 /// Reads what a stored delivery asks for: one ledger line with its id and the
 /// payload's `type`. An error (a body that is not JSON, no `type`) rolls back, and the
@@ -55,105 +41,15 @@ fn record_event(row: &StoredDelivery) -> Result<Option<impl Statement>, Error> {
     ))
 }
 
-/// Runs `statement` on the inbox row's transaction: it commits together with the row's
-/// `processed_at`, so neither a crash nor a redelivery applies it twice.
-async fn apply<C, Q>(conn: &mut C, row: &StoredDelivery, statement: Option<Q>) -> Result<(), Error>
-where
-    C: AsyncConnectionCore,
-    Q: ExecuteDsl<C> + Send,
-{
-    if let Some(statement) = statement {
-        statement.execute(conn).await?;
-    }
-    tracing::info!(
-        key = %row.key,
-        event = row.event_type,
-        "applied once"
-    );
-    Ok(())
-}
-
-/// Serves the endpoint and runs the worker on `store` until Ctrl-C.
-async fn run<S, H>(store: S, retention: RetentionPolicy, handler: H) -> Result<(), Error>
-where
-    S: Inbox + Clone + 'static,
-    H: for<'c> Fn(&'c mut S::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), Error>>
-        + Send
-        + Sync
-        + 'static,
-{
-    let provider = Svix::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
-    let redis_url = env_or("HOOKBOX_REDIS_URL", "");
-    let webhook = if redis_url.is_empty() {
-        Webhook::inbox(provider, store.clone())
-    } else {
-        // duplicates answered from Redis; every decision is still the database's
-        let redis = hookbox_redis_cache::connect(&redis_url)?;
-        let cached = Cached::new(store.clone(), redis, CacheOptions::default(), &retention)?;
-        Webhook::inbox(provider, cached)
-    };
-    let app = webhook.into_router("/webhooks/svix");
-    let port = env_or("PORT", "3000");
-    let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
-    println!("listening on http://{}", listener.local_addr()?);
-
-    // Ctrl-C stops both: the request and the row in progress finish first
-    let (stop, stopped) = watch::channel(false);
-    tokio::spawn(async move {
-        tokio::signal::ctrl_c().await.ok();
-        stop.send_replace(true);
-    });
-    let until_stop = |mut stopped: watch::Receiver<bool>| async move {
-        stopped.wait_for(|&stop| stop).await.ok();
-    };
-    let worker_stop = until_stop(stopped.clone());
-    let worker = tokio::spawn(async move {
-        run_worker(&store, handler, Duration::from_millis(250), worker_stop).await
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(until_stop(stopped))
-        .await?;
-    let report = worker.await??;
-    tracing::info!(processed = report.processed, dead = report.dead, "stopped");
-    Ok(())
-}
-
-/// Returns the environment variable `name`, or `default` when it is unset or empty.
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.is_empty())
-        .unwrap_or_else(|| default.to_owned())
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // logs on stderr, so stdout's first line is the address
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
-    let url = env_or("HOOKBOX_STORE", "hookbox-svix.db");
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = PgStore::connect(&url, PgOptions::new()).await?;
-        store.migrate().await?;
-        diesel::sql_query(CREATE)
-            .execute(&mut *store.connection().await?)
-            .await?;
-        let retention = store.options().get_retention().clone();
-        run(store, retention, |conn, row| {
-            Box::pin(async move { apply(conn, row, record_event(row)?).await })
-        })
-        .await
-    } else {
-        let store = SqliteStore::open(&url, SqliteOptions::default()).await?;
-        store.migrate().await?;
-        diesel::sql_query(CREATE)
-            .execute(&mut *store.connection().await?)
-            .await?;
-        let retention = store.options().retention_policy().clone();
-        run(store, retention, |conn, row| {
-            Box::pin(async move { apply(conn, row, record_event(row)?).await })
-        })
-        .await
-    }
+    let example = Example {
+        provider: Svix::new,
+        demo_secret: DEMO_SECRET,
+        path: "/webhooks/svix",
+        create_table: CREATE,
+        default_db: "hookbox-svix.db",
+        log: hookbox_example_kit::log!(),
+    };
+    hookbox_example_kit::run(example, record_event).await
 }
