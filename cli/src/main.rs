@@ -20,6 +20,7 @@ mod inbox;
 mod providers;
 mod send;
 mod sign;
+mod sim;
 mod verify;
 
 use std::fmt;
@@ -49,6 +50,8 @@ enum Command {
     /// Sign a body as a provider would and POST it, once or as several copies.
     #[command(after_help = send::AFTER_HELP)]
     Send(send::SendArgs),
+    /// Run the seed's receiver simulation with hookbox's SQLite store as designs (c) and (d).
+    Sim(sim::SimArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
     /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Sign(args) => sign::run(args),
         Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
+        Command::Sim(args) => sim::run(args),
         Command::Demo(args) => demo::run(args),
     };
     outcome.unwrap_or_else(|err| {
