@@ -57,19 +57,42 @@ struct JournalMode {
 }
 
 impl Setup {
+    /// Switches the file to WAL, retrying while another connection holds the lock.
+    ///
+    /// SQLite answers "database is locked" to `journal_mode = WAL` without calling the
+    /// busy handler when another connection is converting the same new file at that
+    /// moment (several processes or pool connections opening it at once), so the wait
+    /// the busy timeout promises is done here, bounded by the same timeout.
+    fn switch_to_wal(self, conn: &mut SqliteConnection) -> diesel::QueryResult<String> {
+        let deadline = std::time::Instant::now()
+            + std::time::Duration::from_millis(u64::try_from(self.busy_timeout_ms).unwrap_or(0));
+        loop {
+            match diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn) {
+                Ok(mode) => return Ok(mode.journal_mode),
+                Err(diesel::result::Error::DatabaseError(_, info))
+                    if info.message().contains("locked")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    // on a blocking-pool thread: a short sleep does not stall the runtime
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
     async fn connect(self, url: String) -> diesel::ConnectionResult<Conn> {
         let mut conn = Conn::establish(&url).await?;
         conn.spawn_blocking(move |conn: &mut SqliteConnection| {
             // the busy timeout first, so that switching to WAL waits for a lock
             // rather than failing while another process is writing
             conn.batch_execute(&format!("PRAGMA busy_timeout = {}", self.busy_timeout_ms))?;
-            let mode =
-                diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn)?;
+            let mode = self.switch_to_wal(conn)?;
             conn.batch_execute(&format!(
                 "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
                 self.synchronous
             ))?;
-            Ok(mode.journal_mode)
+            Ok(mode)
         })
         .await
         .map_err(ConnectionError::CouldntSetupConfiguration)
