@@ -104,6 +104,8 @@ mod options;
 mod pool;
 mod rows;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::Error;
 pub use options::{SqliteOptions, Synchronous};

@@ -1,11 +1,9 @@
 //! The conformance suite of `hookbox-core`, on a fresh SQLite file per test.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::SqliteHarness;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{Provider as _, Signer as _};
+use hookbox_sqlite::testing::SqliteHarness;
 
 hookbox_core::conformance_tests!(SqliteHarness);
 

@@ -4,20 +4,18 @@
 //! child_process_entry` and `HOOKBOX_CHILD_DB` set: no extra binary in the crate.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-mod common;
-
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{TempDir, credit, open, total};
 use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::delivery;
 use hookbox_core::{
     BoxFuture, DedupeKey, IdempotencyStore, Inbox, Processed, RetryPolicy, StoredDelivery, Worked,
 };
+use hookbox_sqlite::testing::{TempDir, credit, open, total};
 use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
 
 const CHILD_DB: &str = "HOOKBOX_CHILD_DB";

@@ -2,12 +2,9 @@
 //! transactions, leases, several connections in one process.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TempDir, balance, credit, open, total};
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::bytes::Bytes;
@@ -16,6 +13,7 @@ use hookbox_core::{
     BoxFuture, DedupeKey, IdempotencyStore, Inbox, KeptHeaders, ProcessError, Processed,
     RetryPolicy, StoreError as _, StoredDelivery, VerifiedDelivery, Worked,
 };
+use hookbox_sqlite::testing::{TempDir, balance, credit, open, total};
 use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore, Synchronous};
 
 #[derive(diesel::QueryableByName)]

@@ -1,16 +1,12 @@
-//! Shared test setup: a SQLite store with a ledger in a temp file, a real HTTP server
-//! on a random loopback port, an HTTP/1 client, and the handlers that credit the
-//! ledger.
+//! Shared test setup: a SQLite store with a ledger in a temp file (from
+//! `hookbox_sqlite::testing`), a real HTTP server on a random loopback port, an
+//! HTTP/1 client, and the handlers that credit the ledger.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use diesel::Connection as _;
 use diesel::connection::SimpleConnection as _;
-use diesel::sql_types::{BigInt, Text};
-use diesel_async::RunQueryDsl as _;
 use hookbox_axum::axum;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderMap, Request};
@@ -18,41 +14,17 @@ use hookbox_core::{
     BoxFuture, Inbox, RetryPolicy, Signer, StoredDelivery, VerifiedDelivery, Worked,
 };
 use hookbox_github::{GitHub, GitHubSigner};
-use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, diesel, diesel_async};
+use hookbox_sqlite::testing::credit_query as credit;
+// not every test binary uses every one
+#[allow(unused_imports)]
+pub use hookbox_sqlite::testing::{TempDir, open, total as ledger_total};
+use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, diesel};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 pub const SECRET: &str = "it's a secret to the tests";
-
-/// A directory removed when dropped.
-#[derive(Debug)]
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "hookbox-axum-{}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-
-    pub fn db(&self) -> PathBuf {
-        self.0.join("hookbox.db")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The store options the tests use: failed rows are due again at once, and three
 /// failures make a dead letter.
@@ -62,50 +34,6 @@ pub fn options() -> SqliteOptions {
         base: Duration::ZERO,
         cap: Duration::ZERO,
     })
-}
-
-/// Opens a migrated store with a ledger table.
-pub async fn open(path: &Path, options: SqliteOptions) -> SqliteStore {
-    let store = SqliteStore::open(path, options).await.unwrap();
-    store.migrate().await.unwrap();
-    let mut conn = store.connection().await.unwrap();
-    diesel::sql_query(
-        "CREATE TABLE IF NOT EXISTS ledger (account TEXT PRIMARY KEY, \
-         balance BIGINT NOT NULL DEFAULT 0)",
-    )
-    .execute(&mut *conn)
-    .await
-    .unwrap();
-    store
-}
-
-/// Adds `amount` to `account`, on the caller's connection (inside its transaction).
-pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> diesel::QueryResult<()> {
-    diesel::sql_query(
-        "INSERT INTO ledger (account, balance) VALUES (?, ?) \
-         ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
-    )
-    .bind::<Text, _>(account)
-    .bind::<BigInt, _>(amount)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-#[derive(diesel::QueryableByName)]
-struct Total {
-    #[diesel(sql_type = BigInt)]
-    total: i64,
-}
-
-/// The sum of every balance.
-pub async fn ledger_total(store: &SqliteStore) -> i64 {
-    let mut conn = store.connection().await.unwrap();
-    diesel::sql_query("SELECT COALESCE(SUM(balance), 0) AS total FROM ledger")
-        .get_result::<Total>(&mut *conn)
-        .await
-        .unwrap()
-        .total
 }
 
 /// A delivery body: credit 100 to `account`; a body containing `poison` fails.

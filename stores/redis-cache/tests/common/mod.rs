@@ -1,53 +1,27 @@
-//! Shared test setup: a SQLite file per test with a ledger (as in `hookbox-sqlite`'s
-//! own tests), the Redis to cache in (the shared one from `HOOKBOX_REDIS_URL`, a
-//! private `redis-server` child, or none at all), and the conformance harness.
+//! Shared test setup: a SQLite file per test with a ledger (from
+//! `hookbox_sqlite::testing`), the Redis to cache in (the shared one from
+//! `HOOKBOX_REDIS_URL`, a private `redis-server` child, or none at all), and the
+//! conformance harness.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use diesel::OptionalExtension as _;
-use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::{Harness, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore, RetentionPolicy};
 use hookbox_redis_cache::redis::aio::ConnectionManager;
 use hookbox_redis_cache::{CacheOptions, Cached};
+// not every test binary uses every one
+#[allow(unused_imports)]
+pub use hookbox_sqlite::testing::{TempDir, balance, credit, open as open_sqlite, total};
+use hookbox_sqlite::testing::{plan, set_plan};
 use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A Redis address where nothing listens: every lookup fails at once.
 pub const DEAD_REDIS: &str = "redis://127.0.0.1:1/";
-
-/// A directory removed when dropped.
-#[derive(Debug)]
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "hookbox-redis-cache-{}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-
-    pub fn db(&self) -> PathBuf {
-        self.0.join("hookbox.db")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `true` when `HOOKBOX_REQUIRE_SERVICES=1`: a missing service fails the test.
 pub fn services_required() -> bool {
@@ -141,70 +115,10 @@ where
     }
 }
 
-/// Opens a migrated store with a ledger on `path`.
-pub async fn open_sqlite(path: &Path, options: SqliteOptions) -> SqliteStore {
-    let store = SqliteStore::open(path, options).await.unwrap();
-    store.migrate().await.unwrap();
-    let mut conn = store.connection().await.unwrap();
-    diesel::sql_query(
-        "CREATE TABLE IF NOT EXISTS ledger (account TEXT PRIMARY KEY, \
-         balance BIGINT NOT NULL DEFAULT 0, plan TEXT)",
-    )
-    .execute(&mut *conn)
-    .await
-    .unwrap();
-    store
-}
-
 /// Runs one statement on a fresh connection of the store (test setup and sabotage).
 pub async fn execute(store: &SqliteStore, sql: &str) {
     let mut conn = store.connection().await.unwrap();
     diesel::sql_query(sql).execute(&mut *conn).await.unwrap();
-}
-
-/// The side effect: adds `amount` to `account`.
-pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
-    diesel::sql_query(
-        "INSERT INTO ledger (account, balance) VALUES (?, ?) \
-         ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
-    )
-    .bind::<Text, _>(account)
-    .bind::<BigInt, _>(amount)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-#[derive(diesel::QueryableByName)]
-struct Balance {
-    #[diesel(sql_type = BigInt)]
-    balance: i64,
-}
-
-#[derive(diesel::QueryableByName)]
-struct Plan {
-    #[diesel(sql_type = Nullable<Text>)]
-    plan: Option<String>,
-}
-
-pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
-    let mut conn = store.connection().await?;
-    let row = diesel::sql_query("SELECT balance FROM ledger WHERE account = ?")
-        .bind::<Text, _>(account)
-        .get_result::<Balance>(&mut *conn)
-        .await
-        .optional()?;
-    Ok(row.map_or(0, |r| r.balance))
-}
-
-/// The ledger's total over every account.
-pub async fn total(store: &SqliteStore) -> i64 {
-    let mut conn = store.connection().await.unwrap();
-    diesel::sql_query("SELECT COALESCE(SUM(balance), 0) AS balance FROM ledger")
-        .get_result::<Balance>(&mut *conn)
-        .await
-        .unwrap()
-        .balance
 }
 
 /// A cached SQLite store on a fresh file, and the file's directory.
@@ -345,17 +259,7 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         account: &'c str,
         plan: &'c str,
     ) -> BoxFuture<'c, Result<(), Error>> {
-        Box::pin(async move {
-            diesel::sql_query(
-                "INSERT INTO ledger (account, plan) VALUES (?, ?) \
-                 ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
-            )
-            .bind::<Text, _>(account)
-            .bind::<Text, _>(plan)
-            .execute(conn)
-            .await?;
-            Ok(())
-        })
+        Box::pin(set_plan(conn, account, plan))
     }
 
     fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
@@ -363,15 +267,7 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
     }
 
     fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
-        Box::pin(async move {
-            let mut conn = self.fixture.store.inner().connection().await?;
-            let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
-                .bind::<Text, _>(account)
-                .get_result::<Plan>(&mut *conn)
-                .await
-                .optional()?;
-            Ok(row.and_then(|r| r.plan))
-        })
+        Box::pin(plan(self.fixture.store.inner(), account))
     }
 
     fn claim_in_own_transaction<'a>(

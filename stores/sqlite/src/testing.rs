@@ -1,6 +1,11 @@
-//! Shared test setup: a fresh database file per test, the conformance harness, and
-//! the ledger side effects write to.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+//! Test support for crates that test against a [`SqliteStore`]: a temporary
+//! directory, a migrated store with a small `ledger` table for side effects to
+//! write to, helpers that write and read that ledger, and [`SqliteHarness`], the
+//! `hookbox-core` conformance harness for a plain store.
+//!
+//! Enabled by the `testing` feature; meant for dev-dependencies only. Helpers panic
+//! on setup failures, since a panic there is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,13 +15,15 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::{Harness, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
-use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
 
-/// A directory removed when dropped.
+use crate::{Conn, Error, SqliteOptions, SqliteStore};
+
+/// A fresh directory under the system temp directory, removed when dropped.
 #[derive(Debug)]
 pub struct TempDir(PathBuf);
 
 impl TempDir {
+    /// Creates a directory no other test, run or process shares.
     pub fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
@@ -29,12 +36,20 @@ impl TempDir {
         Self(path)
     }
 
+    /// The directory.
     pub fn path(&self) -> &Path {
         &self.0
     }
 
+    /// The database file in it (`hookbox.db`, not created yet).
     pub fn db(&self) -> PathBuf {
         self.0.join("hookbox.db")
+    }
+}
+
+impl Default for TempDir {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -44,7 +59,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Opens a migrated store with a ledger on `path`.
+/// Opens a store on `path` with `options`, applies the migrations and creates the
+/// ledger table: `ledger (account TEXT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT
+/// 0, plan TEXT)`.
 pub async fn open(path: &Path, options: SqliteOptions) -> SqliteStore {
     let store = SqliteStore::open(path, options).await.unwrap();
     store.migrate().await.unwrap();
@@ -59,13 +76,34 @@ pub async fn open(path: &Path, options: SqliteOptions) -> SqliteStore {
     store
 }
 
-pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
+/// The side effect: adds `amount` to `account`'s balance, on the caller's
+/// connection (inside its transaction), with diesel's own error.
+pub async fn credit_query(conn: &mut Conn, account: &str, amount: i64) -> diesel::QueryResult<()> {
     diesel::sql_query(
         "INSERT INTO ledger (account, balance) VALUES (?, ?) \
          ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
     )
     .bind::<Text, _>(account)
     .bind::<BigInt, _>(amount)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// [`credit_query`] with the store's [`Error`].
+pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
+    credit_query(conn, account, amount).await?;
+    Ok(())
+}
+
+/// Sets `account`'s plan, on the caller's connection (inside its transaction).
+pub async fn set_plan(conn: &mut Conn, account: &str, plan: &str) -> Result<(), Error> {
+    diesel::sql_query(
+        "INSERT INTO ledger (account, plan) VALUES (?, ?) \
+         ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
+    )
+    .bind::<Text, _>(account)
+    .bind::<Text, _>(plan)
     .execute(conn)
     .await?;
     Ok(())
@@ -83,6 +121,7 @@ struct Plan {
     plan: Option<String>,
 }
 
+/// `account`'s balance (0 when it has no row).
 pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
     let mut conn = store.connection().await?;
     let row = diesel::sql_query("SELECT balance FROM ledger WHERE account = ?")
@@ -93,6 +132,18 @@ pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
     Ok(row.map_or(0, |r| r.balance))
 }
 
+/// `account`'s plan (`None` when it has no row or no plan).
+pub async fn plan(store: &SqliteStore, account: &str) -> Result<Option<String>, Error> {
+    let mut conn = store.connection().await?;
+    let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
+        .bind::<Text, _>(account)
+        .get_result::<Plan>(&mut *conn)
+        .await
+        .optional()?;
+    Ok(row.and_then(|r| r.plan))
+}
+
+/// The ledger's total over every account.
 pub async fn total(store: &SqliteStore) -> i64 {
     let mut conn = store.connection().await.unwrap();
     diesel::sql_query("SELECT COALESCE(SUM(balance), 0) AS balance FROM ledger")
@@ -102,7 +153,8 @@ pub async fn total(store: &SqliteStore) -> i64 {
         .balance
 }
 
-/// The conformance harness: one temp file per test.
+/// The conformance harness for a plain [`SqliteStore`]: one temp file per test.
+#[derive(Debug)]
 pub struct SqliteHarness {
     store: SqliteStore,
     _dir: TempDir,
@@ -142,17 +194,7 @@ impl Harness for SqliteHarness {
         account: &'c str,
         plan: &'c str,
     ) -> BoxFuture<'c, Result<(), Error>> {
-        Box::pin(async move {
-            diesel::sql_query(
-                "INSERT INTO ledger (account, plan) VALUES (?, ?) \
-                 ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
-            )
-            .bind::<Text, _>(account)
-            .bind::<Text, _>(plan)
-            .execute(conn)
-            .await?;
-            Ok(())
-        })
+        Box::pin(set_plan(conn, account, plan))
     }
 
     fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
@@ -160,15 +202,7 @@ impl Harness for SqliteHarness {
     }
 
     fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
-        Box::pin(async move {
-            let mut conn = self.store.connection().await?;
-            let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
-                .bind::<Text, _>(account)
-                .get_result::<Plan>(&mut *conn)
-                .await
-                .optional()?;
-            Ok(row.and_then(|r| r.plan))
-        })
+        Box::pin(plan(&self.store, account))
     }
 
     fn claim_in_own_transaction<'a>(
