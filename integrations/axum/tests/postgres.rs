@@ -60,6 +60,8 @@ struct Proxy {
     up: Arc<AtomicBool>,
     // bumped on every cut: each live connection watches it and closes
     cuts: watch::Sender<u64>,
+    // the live connections' tasks, awaited by `cut` so that no byte crosses after it
+    live: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -69,17 +71,19 @@ impl Proxy {
         let addr = listener.local_addr().unwrap();
         let up = Arc::new(AtomicBool::new(true));
         let (cuts, _) = watch::channel(0);
+        let live = Arc::new(std::sync::Mutex::new(Vec::new()));
         let task = {
-            let (up, cuts) = (Arc::clone(&up), cuts.clone());
+            let (up, cuts, live) = (Arc::clone(&up), cuts.clone(), Arc::clone(&live));
             tokio::spawn(async move {
                 while let Ok((mut client, _)) = listener.accept().await {
+                    // subscribed before the check: a cut after it still closes this one
+                    let mut cut = cuts.subscribe();
                     if !AtomicBool::load(&up, Ordering::SeqCst) {
                         // the database is down: the connection is refused at once
                         continue;
                     }
                     let upstream = upstream.clone();
-                    let mut cut = cuts.subscribe();
-                    tokio::spawn(async move {
+                    let connection = tokio::spawn(async move {
                         let Ok(mut server) = TcpStream::connect(&upstream).await else {
                             return;
                         };
@@ -88,6 +92,7 @@ impl Proxy {
                             _ = cut.changed() => {}
                         }
                     });
+                    live.lock().unwrap().push(connection);
                 }
             })
         };
@@ -95,12 +100,24 @@ impl Proxy {
             addr,
             up,
             cuts,
+            live,
             task,
         }
     }
 
-    /// Closes every live connection and refuses new ones.
-    fn cut(&self) {
+    /// Closes every live connection and refuses new ones; returns once every
+    /// connection is closed, so a request sent afterwards cannot reach the database
+    /// (without the wait, a statement already in flight could commit while its answer
+    /// is lost, and the retry would rightly be a duplicate).
+    async fn cut(&self) {
+        self.signal_cut();
+        let connections = std::mem::take(&mut *self.live.lock().unwrap());
+        for connection in connections {
+            let _ = connection.await;
+        }
+    }
+
+    fn signal_cut(&self) {
         self.up.store(false, Ordering::SeqCst);
         self.cuts.send_modify(|n| *n += 1);
     }
@@ -112,7 +129,7 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        self.cut();
+        self.signal_cut();
         self.task.abort();
     }
 }
@@ -214,7 +231,7 @@ async fn postgres_down_is_5xx_and_the_retry_is_stored_and_applied_once() {
         200
     );
 
-    proxy.cut();
+    proxy.cut().await;
     // the pooled connection dies under the first request and the next ones cannot
     // connect: each is a transient failure, so 503 and the sender retries
     for _ in 0..3 {
