@@ -98,11 +98,13 @@
 //!   tables are prefixed `hookbox_`.
 #![forbid(unsafe_code)]
 
+pub mod blocking;
 mod error;
 mod inbox;
 mod options;
 mod pool;
 mod rows;
+mod schema;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

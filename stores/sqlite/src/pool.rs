@@ -8,9 +8,8 @@
 
 use std::ops::{Deref, DerefMut};
 
-use diesel::connection::SimpleConnection;
+use diesel::ConnectionError;
 use diesel::sqlite::SqliteConnection;
-use diesel::{ConnectionError, RunQueryDsl as _};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
@@ -18,16 +17,13 @@ use diesel_async::pooled_connection::{
 use diesel_async::{AsyncConnection, TransactionManager};
 
 use crate::options::SqliteOptions;
-use crate::{Conn, Error};
+use crate::{Conn, Error, blocking};
 
 pub(crate) type ConnPool = Pool<Conn>;
 
 /// Builds the pool; connections are opened on first use.
 pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Error> {
-    let setup = Setup {
-        busy_timeout_ms: options.busy_timeout.as_millis().min(i32::MAX as u128) as i32,
-        synchronous: options.synchronous.pragma(),
-    };
+    let setup = options.clone();
     let mut config = ManagerConfig::default();
     // `Fast`: no `SELECT 1` round trip per checkout; a broken transaction state is
     // still checked on every recycle, and `PooledConnection` closes such
@@ -35,7 +31,8 @@ pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Erro
     config.recycling_method = RecyclingMethod::Fast;
     config.custom_setup = Box::new(move |url| {
         let url = url.to_string();
-        Box::pin(async move { setup.connect(url).await })
+        let options = setup.clone();
+        Box::pin(async move { connect(url, options).await })
     });
     let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, config);
     Pool::builder(manager)
@@ -44,70 +41,13 @@ pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Erro
         .map_err(|_| Error::Config("the connection pool could not be built"))
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Setup {
-    busy_timeout_ms: i32,
-    synchronous: &'static str,
-}
-
-#[derive(diesel::QueryableByName)]
-struct JournalMode {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    journal_mode: String,
-}
-
-impl Setup {
-    /// Switches the file to WAL, retrying while another connection holds the lock.
-    ///
-    /// SQLite answers "database is locked" to `journal_mode = WAL` without calling the
-    /// busy handler when another connection is converting the same new file at that
-    /// moment (several processes or pool connections opening it at once), so the wait
-    /// the busy timeout promises is done here, bounded by the same timeout.
-    fn switch_to_wal(self, conn: &mut SqliteConnection) -> diesel::QueryResult<String> {
-        let deadline = std::time::Instant::now()
-            + std::time::Duration::from_millis(u64::try_from(self.busy_timeout_ms).unwrap_or(0));
-        loop {
-            match diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn) {
-                Ok(mode) => return Ok(mode.journal_mode),
-                Err(diesel::result::Error::DatabaseError(_, info))
-                    if info.message().contains("locked")
-                        && std::time::Instant::now() < deadline =>
-                {
-                    // on a blocking-pool thread: a short sleep does not stall the runtime
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                Err(err) => return Err(err),
-            }
-        }
-    }
-
-    async fn connect(self, url: String) -> diesel::ConnectionResult<Conn> {
-        let mut conn = Conn::establish(&url).await?;
-        conn.spawn_blocking(move |conn: &mut SqliteConnection| {
-            // the busy timeout first, so that switching to WAL waits for a lock
-            // rather than failing while another process is writing
-            conn.batch_execute(&format!("PRAGMA busy_timeout = {}", self.busy_timeout_ms))?;
-            let mode = self.switch_to_wal(conn)?;
-            conn.batch_execute(&format!(
-                "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
-                self.synchronous
-            ))?;
-            Ok(mode)
-        })
+/// Opens a connection and runs the store's `PRAGMA`s on it (on the blocking pool).
+async fn connect(url: String, options: SqliteOptions) -> diesel::ConnectionResult<Conn> {
+    let mut conn = Conn::establish(&url).await?;
+    conn.spawn_blocking(move |conn: &mut SqliteConnection| blocking::set_up(conn, &options))
         .await
-        .map_err(ConnectionError::CouldntSetupConfiguration)
-        .and_then(|mode| {
-            if mode.eq_ignore_ascii_case("wal") {
-                Ok(conn)
-            } else {
-                // e.g. a file system without shared memory: readers would block
-                // writers, and the durability documented for this store would not hold
-                Err(ConnectionError::BadConnection(format!(
-                    "sqlite refused WAL mode (journal_mode is {mode})"
-                )))
-            }
-        })
-    }
+        .map_err(ConnectionError::CouldntSetupConfiguration)??;
+    Ok(conn)
 }
 
 /// A connection checked out of the store's pool, for the caller-owned form of a

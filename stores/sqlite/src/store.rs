@@ -3,12 +3,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use diesel::connection::{AnsiTransactionManager, TransactionManager as _};
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
-use diesel::{OptionalExtension as _, QueryableByName};
 use diesel_async::RunQueryDsl as _;
-use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
+use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, ProcessError,
@@ -17,10 +15,10 @@ use hookbox_core::{
 
 use crate::pool::{self, ConnPool, PooledConnection};
 use crate::rows::{duration_micros, micros};
-use crate::{Conn, Error, SqliteOptions};
+use crate::{Conn, Error, SqliteOptions, blocking};
 
 /// The schema, embedded in the binary; applied by [`SqliteStore::migrate`].
-const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// Claims dedupe keys, keeps the inbox and orders updates, in one SQLite file.
 ///
@@ -70,15 +68,7 @@ impl SqliteStore {
     /// [`Error::Config`] for an in-memory database or a path that is not UTF-8;
     /// [`Error::Connect`] when the file cannot be opened or refuses WAL mode.
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, Error> {
-        let url = path
-            .as_ref()
-            .to_str()
-            .ok_or(Error::Config("the database path is not valid UTF-8"))?;
-        if url.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
-            return Err(Error::Config(
-                "an in-memory database is private to one connection and lost with it; use a file",
-            ));
-        }
+        let url = file_url(path.as_ref())?;
         let pool = pool::build(url, &options)?;
         // open one connection now, so a wrong path fails here and not on the first
         // delivery
@@ -100,23 +90,8 @@ impl SqliteStore {
     /// database error.
     pub async fn migrate(&self) -> Result<usize, Error> {
         let mut conn = self.connection().await?;
-        let outcome = conn
-            .spawn_blocking(|conn: &mut SqliteConnection| {
-                AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE")?;
-                match conn.run_pending_migrations(MIGRATIONS) {
-                    Ok(applied) => {
-                        let count = applied.len();
-                        AnsiTransactionManager::commit_transaction(conn)?;
-                        Ok(Ok(count))
-                    }
-                    Err(err) => {
-                        AnsiTransactionManager::rollback_transaction(conn)?;
-                        Ok(Err(err))
-                    }
-                }
-            })
-            .await?;
-        outcome.map_err(Error::Migration)
+        conn.spawn_blocking(|conn: &mut SqliteConnection| Ok(blocking::migrate(conn)))
+            .await?
     }
 
     /// Checks a connection out of the store's pool, for the caller-owned form:
@@ -131,24 +106,92 @@ impl SqliteStore {
         PooledConnection::get(&self.inner.pool).await
     }
 
+    /// [`process_once`](IdempotencyStore::process_once) for a synchronous side
+    /// effect: the claim, the side effect and the commit run in one trip to tokio's
+    /// blocking pool instead of one per statement, which is the fast path when the
+    /// side effect is a few diesel statements (`docs/performance.md` measures both).
+    /// The same SQL, transaction and outcomes as `process_once`; see
+    /// [`blocking::process_once`].
+    ///
+    /// # Errors
+    /// [`ProcessError::Store`] when the database failed (nothing committed);
+    /// [`ProcessError::SideEffect`] with the side effect's error (rolled back, key
+    /// released).
+    pub async fn process_once_blocking<T, E, F>(
+        &self,
+        key: &DedupeKey,
+        side_effect: F,
+    ) -> ProcessResult<T, Error, E>
+    where
+        F: FnOnce(&mut SqliteConnection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        let mut conn = self.connection().await.map_err(ProcessError::Store)?;
+        let key = key.clone();
+        conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+            Ok(blocking::process_once(conn, &key, side_effect))
+        })
+        .await
+        .map_err(|err| ProcessError::Store(Error::from_diesel(err)))?
+    }
+
     /// Returns the options the store was opened with.
     pub fn options(&self) -> &SqliteOptions {
         &self.inner.options
     }
 }
 
-/// Inserts `key`; one row inserted means this transaction claimed it.
+/// Stores a version; the upsert's WHERE makes "not newer" a no-op (zero rows changed).
+pub(crate) const ADVANCE: &str = "INSERT INTO hookbox_versions (object, version) VALUES (?, ?) \
+     ON CONFLICT (object) DO UPDATE SET version = excluded.version \
+     WHERE excluded.version > hookbox_versions.version";
+/// Stores a time, only when strictly later.
+pub(crate) const ADVANCE_AT: &str = "INSERT INTO hookbox_version_times (object, at_micros) \
+     VALUES (?, ?) ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
+     WHERE excluded.at_micros > hookbox_version_times.at_micros";
+/// Reads a stored time back, to tell a tie from an older time.
+pub(crate) const STORED_TIME: &str = "SELECT at_micros FROM hookbox_version_times WHERE object = ?";
+
+/// Checks that `path` names a file SQLite can share between connections.
+pub(crate) fn file_url(path: &Path) -> Result<&str, Error> {
+    let url = path
+        .to_str()
+        .ok_or(Error::Config("the database path is not valid UTF-8"))?;
+    if url.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
+        return Err(Error::Config(
+            "an in-memory database is private to one connection and lost with it; use a file",
+        ));
+    }
+    Ok(url)
+}
+
+/// The claim for `$key`: `INSERT … ON CONFLICT DO NOTHING`; one row inserted means
+/// this transaction claimed the key. Built (not `sql_query`) so that it is prepared
+/// once per connection; a macro because the sync and async paths run it through
+/// different `RunQueryDsl` traits.
+macro_rules! claim_query {
+    ($key:expr) => {{
+        use crate::schema::hookbox_processed_keys::dsl as keys;
+        use diesel::ExpressionMethods as _;
+        let key: &hookbox_core::DedupeKey = $key;
+        diesel::insert_into(keys::hookbox_processed_keys)
+            .values((
+                keys::source.eq(key.scope()),
+                keys::provider.eq(key.provider()),
+                keys::delivery_id.eq(key.delivery_id()),
+                keys::received_at.eq(crate::rows::micros(
+                    hookbox_core::time::OffsetDateTime::now_utc(),
+                )),
+            ))
+            .on_conflict_do_nothing()
+    }};
+}
+pub(crate) use claim_query;
+
+/// Inserts `key` through the async wrapper (one statement, one blocking-pool trip).
 async fn insert_key(conn: &mut Conn, key: &DedupeKey) -> diesel::QueryResult<Claim> {
-    let inserted = diesel::sql_query(
-        "INSERT INTO hookbox_processed_keys (source, provider, delivery_id, received_at) \
-         VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    )
-    .bind::<Text, _>(key.scope())
-    .bind::<Text, _>(key.provider())
-    .bind::<Text, _>(key.delivery_id())
-    .bind::<BigInt, _>(micros(OffsetDateTime::now_utc()))
-    .execute(conn)
-    .await?;
+    let inserted = claim_query!(key).execute(conn).await?;
     Ok(if inserted == 1 {
         Claim::New
     } else {
@@ -207,12 +250,6 @@ impl IdempotencyStore for SqliteStore {
     }
 }
 
-#[derive(QueryableByName)]
-struct StoredTime {
-    #[diesel(sql_type = BigInt)]
-    at_micros: i64,
-}
-
 impl VersionGuard for SqliteStore {
     fn advance<'a>(
         &'a self,
@@ -220,22 +257,12 @@ impl VersionGuard for SqliteStore {
         object: &'a str,
         version: i64,
     ) -> BoxFuture<'a, Result<Advance, Error>> {
+        let object = object.to_owned();
         Box::pin(async move {
-            // the upsert's WHERE makes "not newer" a no-op: zero rows changed
-            let changed = diesel::sql_query(
-                "INSERT INTO hookbox_versions (object, version) VALUES (?, ?) \
-                 ON CONFLICT (object) DO UPDATE SET version = excluded.version \
-                 WHERE excluded.version > hookbox_versions.version",
-            )
-            .bind::<Text, _>(object)
-            .bind::<BigInt, _>(version)
-            .execute(conn)
-            .await?;
-            Ok(if changed == 1 {
-                Advance::Applied
-            } else {
-                Advance::Stale
+            conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+                Ok(blocking::advance(conn, &object, version))
             })
+            .await?
         })
     }
 
@@ -245,32 +272,13 @@ impl VersionGuard for SqliteStore {
         object: &'a str,
         at: OffsetDateTime,
     ) -> BoxFuture<'a, Result<TimestampAdvance, Error>> {
+        let object = object.to_owned();
         Box::pin(async move {
-            let at = micros(at);
-            let changed = diesel::sql_query(
-                "INSERT INTO hookbox_version_times (object, at_micros) VALUES (?, ?) \
-                 ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
-                 WHERE excluded.at_micros > hookbox_version_times.at_micros",
-            )
-            .bind::<Text, _>(object)
-            .bind::<BigInt, _>(at)
-            .execute(conn)
-            .await?;
-            if changed == 1 {
-                return Ok(TimestampAdvance::Applied);
-            }
-            // not stored: the same time (a tie nobody can order) or an older one;
-            // the caller's transaction holds the write lock, so this read is current
-            let stored =
-                diesel::sql_query("SELECT at_micros FROM hookbox_version_times WHERE object = ?")
-                    .bind::<Text, _>(object)
-                    .get_result::<StoredTime>(conn)
-                    .await
-                    .optional()?;
-            Ok(match stored {
-                Some(stored) if stored.at_micros == at => TimestampAdvance::Unknown,
-                _ => TimestampAdvance::Stale,
+            // the write and the read-back of a tie in one blocking-pool trip
+            conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+                Ok(blocking::advance_at(conn, &object, at))
             })
+            .await?
         })
     }
 }
