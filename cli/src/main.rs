@@ -6,6 +6,9 @@
 //! would send, in the `Name: value` form that `curl -H` and `hookbox verify --header`
 //! take unchanged.
 //!
+//! `hookbox sim` runs the seed's receiver simulation; with `--store postgres://…` it
+//! replays it with real concurrent workers and SIGKILLed worker processes.
+//!
 //! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL).
 //!
 //! `hookbox demo` runs a receiver, a worker and a stream of faulty deliveries on this
@@ -50,8 +53,14 @@ enum Command {
     /// Sign a body as a provider would and POST it, once or as several copies.
     #[command(after_help = send::AFTER_HELP)]
     Send(send::SendArgs),
-    /// Run the seed's receiver simulation with hookbox's SQLite store as designs (c) and (d).
+    /// Run the seed's receiver simulation with hookbox's SQLite store as designs (c) and
+    /// (d), or replay it on Postgres with real concurrent workers (`--store`).
+    #[command(after_help = sim::AFTER_HELP)]
     Sim(sim::SimArgs),
+    /// A worker process of `hookbox sim --store`'s crash test (a line protocol on
+    /// stdin and stdout; not for direct use).
+    #[command(name = "sim-worker", hide = true)]
+    SimWorker(sim::SimWorkerArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
     /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
@@ -71,6 +80,7 @@ fn main() -> ExitCode {
         Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::SimWorker(args) => sim::run_worker(args),
         Command::Demo(args) => demo::run(args),
     };
     outcome.unwrap_or_else(|err| {

@@ -4,12 +4,18 @@
 //!
 //! [`run`] prints exactly what the script prints, line for line, except the four
 //! run-metadata lines (runtime, SQLite version, machine, run date) that [`RunMeta`]
-//! supplies. Handlers (a) naive and (b) check-then-insert are the deliberately
-//! broken designs and stay here on plain SQL (an in-memory SQLite database, as in the
-//! script); handler (c) is hookbox's own [`SqliteStore::process_once`], and the three
-//! (d) variants are that plus [`VersionGuard::advance`] (the version guard) or the
-//! two `created` comparisons the seed describes (`created >= stored`,
-//! `created > stored`).
+//! supplies. Every handler runs on an in-memory SQLite database, as in the script.
+//! Handlers (a) naive and (b) check-then-insert are the deliberately broken designs
+//! and stay here on plain SQL; handler (c) is hookbox's own claim, key and side
+//! effect in one `BEGIN IMMEDIATE` transaction ([`blocking::process_once`], the
+//! synchronous form of `SqliteStore::process_once`: the same SQL on the schema of
+//! hookbox's migrations), and the three (d) variants are that plus the store's
+//! version guard ([`blocking::advance`]) or the two `created` comparisons the seed
+//! describes (`created >= stored`, `created > stored`). The crash test runs on a
+//! file, closing and reopening the connection, as the script does.
+//!
+//! The sections are independent (each has its own database and draws), so [`run`]
+//! computes them on all cores and prints them in the script's order.
 //!
 //! Concurrency is the script's: two copies of one delivery interleave at a single
 //! `await io()`. Node runs each copy until its first await, then resumes them in
@@ -17,8 +23,10 @@
 //! that as an explicit two-phase state machine per group: every copy's pre-await
 //! part, then every waiting copy's post-await part, in copy order. For (c)/(d) the
 //! await comes before the transaction, so each copy's `process_once` runs to
-//! completion, in that order, on a tokio runtime.
+//! completion, in that order.
 #![forbid(unsafe_code)]
+
+pub mod pg;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Display;
@@ -26,12 +34,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hookbox_core::{Advance, DedupeKey, IdempotencyStore as _, Processed, VersionGuard as _};
+use hookbox_core::{Advance, DedupeKey, Processed};
+use hookbox_sqlite::blocking;
 use hookbox_sqlite::diesel::connection::SimpleConnection as _;
 use hookbox_sqlite::diesel::prelude::*;
 use hookbox_sqlite::diesel::sql_types::{BigInt, Integer, Text};
 use hookbox_sqlite::diesel::{self, QueryResult, QueryableByName, SqliteConnection};
-use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, Synchronous};
 
 const SEED: u32 = 20261023;
 const N_EVENTS: usize = 10000;
@@ -317,59 +325,86 @@ fn fresh_db(file: &str) -> QueryResult<SqliteConnection> {
     Ok(conn)
 }
 
+/// The script's tables, for diesel's query builder: its statements are prepared
+/// once per connection and cached, as the script's `prep(db)` does.
+mod tables {
+    diesel::table! {
+        accounts (id) {
+            id -> Integer,
+            credits -> BigInt,
+            plan -> Nullable<Text>,
+            plan_version -> BigInt,
+            plan_created -> BigInt,
+        }
+    }
+    diesel::table! {
+        processed_events (event_id) {
+            event_id -> Text,
+        }
+    }
+    diesel::table! {
+        // no primary key in the script's schema; SQLite's rowid stands in
+        applied (rowid) {
+            rowid -> BigInt,
+            event_id -> Text,
+        }
+    }
+}
+
+use tables::{accounts, applied, processed_events};
+
 fn sql_credit(conn: &mut SqliteConnection, amount: i64, acct: i32) -> QueryResult<usize> {
-    diesel::sql_query("UPDATE accounts SET credits = credits + ? WHERE id = ?")
-        .bind::<BigInt, _>(amount)
-        .bind::<Integer, _>(acct)
+    diesel::update(accounts::table.find(acct))
+        .set(accounts::credits.eq(accounts::credits + amount))
         .execute(conn)
 }
 
 fn sql_set_plan(conn: &mut SqliteConnection, e: &Event) -> QueryResult<usize> {
-    diesel::sql_query(
-        "UPDATE accounts SET plan = ?, plan_version = ?, plan_created = ? WHERE id = ?",
-    )
-    .bind::<Text, _>(format!("plan_v{}", e.version))
-    .bind::<BigInt, _>(e.version)
-    .bind::<BigInt, _>(e.created)
-    .bind::<Integer, _>(e.acct)
-    .execute(conn)
+    diesel::update(accounts::table.find(e.acct))
+        .set((
+            accounts::plan.eq(format!("plan_v{}", e.version)),
+            accounts::plan_version.eq(e.version),
+            accounts::plan_created.eq(e.created),
+        ))
+        .execute(conn)
 }
 
 fn sql_get_acct(conn: &mut SqliteConnection, acct: i32) -> QueryResult<Acct> {
-    diesel::sql_query("SELECT plan_version, plan_created FROM accounts WHERE id = ?")
-        .bind::<Integer, _>(acct)
-        .get_result(conn)
+    let (plan_version, plan_created) = accounts::table
+        .find(acct)
+        .select((accounts::plan_version, accounts::plan_created))
+        .first::<(i64, i64)>(conn)?;
+    Ok(Acct {
+        plan_version,
+        plan_created,
+    })
 }
 
 fn sql_applied(conn: &mut SqliteConnection, id: &str) -> QueryResult<usize> {
-    diesel::sql_query("INSERT INTO applied (event_id) VALUES (?)")
-        .bind::<Text, _>(id)
+    diesel::insert_into(applied::table)
+        .values(applied::event_id.eq(id))
         .execute(conn)
 }
 
 fn sql_seen(conn: &mut SqliteConnection, id: &str) -> QueryResult<bool> {
-    #[derive(QueryableByName)]
-    struct One {
-        #[diesel(sql_type = Integer)]
-        #[allow(dead_code)]
-        one: i32,
-    }
-    diesel::sql_query("SELECT 1 one FROM processed_events WHERE event_id = ?")
-        .bind::<Text, _>(id)
-        .get_result::<One>(conn)
+    processed_events::table
+        .find(id)
+        .select(processed_events::event_id)
+        .first::<String>(conn)
         .optional()
         .map(|r| r.is_some())
 }
 
 fn sql_mark(conn: &mut SqliteConnection, id: &str) -> QueryResult<usize> {
-    diesel::sql_query("INSERT INTO processed_events (event_id) VALUES (?)")
-        .bind::<Text, _>(id)
+    diesel::insert_into(processed_events::table)
+        .values(processed_events::event_id.eq(id))
         .execute(conn)
 }
 
 fn sql_claim(conn: &mut SqliteConnection, id: &str) -> QueryResult<usize> {
-    diesel::sql_query("INSERT INTO processed_events (event_id) VALUES (?) ON CONFLICT DO NOTHING")
-        .bind::<Text, _>(id)
+    diesel::insert_into(processed_events::table)
+        .values(processed_events::event_id.eq(id))
+        .on_conflict_do_nothing()
         .execute(conn)
 }
 
@@ -420,68 +455,24 @@ fn sim_err(e: impl Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Where a handler's database lives: the sim's in-memory database for (a)/(b),
-/// hookbox's SQLite store (a temp file) for (c)/(d).
-enum Db {
-    Plain(SqliteConnection),
-    Store {
-        rt: tokio::runtime::Runtime,
-        store: SqliteStore,
-        dir: PathBuf,
-    },
+/// A handler's database: in memory, as in the script. For (c)/(d) it also holds
+/// hookbox's schema (its embedded migrations), and the claim is hookbox's own
+/// `process_once`; the medium is the script's, so the comparison with it is fair
+/// (the crash test is where the script, and this port, use a file).
+fn open_db(name: &str) -> io::Result<SqliteConnection> {
+    let mut conn = fresh_db(":memory:").map_err(sim_err)?;
+    if !(name.starts_with('a') || name.starts_with('b')) {
+        blocking::migrate(&mut conn).map_err(sim_err)?;
+    }
+    Ok(conn)
 }
 
-impl Db {
-    fn open(name: &str) -> io::Result<Self> {
-        if name.starts_with('a') || name.starts_with('b') {
-            return Ok(Db::Plain(fresh_db(":memory:").map_err(sim_err)?));
-        }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .max_blocking_threads(1)
-            .enable_all()
-            .build()?;
-        let dir = temp_dir("whsim-store-")?;
-        let file = dir.join("sim.db");
-        let store = rt.block_on(async {
-            // the sim measures logic, not fsyncs: NORMAL keeps WAL commits off the disk
-            let store = SqliteStore::open(
-                &file,
-                SqliteOptions::default().synchronous(Synchronous::Normal),
-            )
-            .await
-            .map_err(sim_err)?;
-            store.migrate().await.map_err(sim_err)?;
-            let mut conn = store.connection().await.map_err(sim_err)?;
-            conn.spawn_blocking(|c: &mut SqliteConnection| fresh_schema(c))
-                .await
-                .map_err(sim_err)?;
-            Ok::<_, io::Error>(store)
-        })?;
-        Ok(Db::Store { rt, store, dir })
-    }
-
-    /// Runs sync SQL on the database (for the store: on one of its connections).
-    fn with<R: Send + 'static>(
-        &mut self,
-        f: impl FnOnce(&mut SqliteConnection) -> QueryResult<R> + Send + 'static,
-    ) -> io::Result<R> {
-        match self {
-            Db::Plain(c) => f(c).map_err(sim_err),
-            Db::Store { rt, store, .. } => rt.block_on(async {
-                let mut conn = store.connection().await.map_err(sim_err)?;
-                conn.spawn_blocking(f).await.map_err(sim_err)
-            }),
-        }
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Db::Store { dir, .. } = self {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
+/// Runs sync SQL on a handler's database.
+fn with<R>(
+    conn: &mut SqliteConnection,
+    f: impl FnOnce(&mut SqliteConnection) -> QueryResult<R>,
+) -> io::Result<R> {
+    f(conn).map_err(sim_err)
 }
 
 fn temp_dir(prefix: &str) -> io::Result<PathBuf> {
@@ -499,33 +490,23 @@ fn temp_dir(prefix: &str) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// (c)/(d): hookbox's `process_once`; the side effect runs on the store's connection
-/// inside its transaction. Returns whether a stale write happened.
-async fn atomic(store: &SqliteStore, e: &Event, guard: Guard) -> Result<bool, String> {
+/// (c)/(d): hookbox's `process_once`, the store's claim and the side effect in one
+/// `BEGIN IMMEDIATE` transaction (the synchronous form, so the sim measures the
+/// store and not tokio's blocking pool). Returns whether a stale write happened.
+fn atomic(conn: &mut SqliteConnection, e: &Event, guard: Guard) -> Result<bool, String> {
     let key = DedupeKey::new("sim", "sim", e.id.clone());
-    let ev = e.clone();
-    let outcome = store
-        .process_once(&key, |conn: &mut Conn| {
-            Box::pin(async move {
-                let mut guard = guard;
-                if guard == Guard::Passed && ev.kind == Kind::Plan {
-                    let object = format!("acct_{}", ev.acct);
-                    match store
-                        .advance(conn, &object, ev.version)
-                        .await
-                        .map_err(|e| e.to_string())?
-                    {
-                        Advance::Stale => return Ok(false),
-                        Advance::Applied => guard = Guard::Passed,
-                    }
-                }
-                conn.spawn_blocking(move |c: &mut SqliteConnection| apply(c, &ev, guard))
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-        })
-        .await
-        .map_err(|e| e.to_string())?;
+    let outcome = blocking::process_once(conn, &key, |conn| {
+        if guard == Guard::Passed && e.kind == Kind::Plan {
+            let object = format!("acct_{}", e.acct);
+            if blocking::advance(conn, &object, e.version).map_err(|e| e.to_string())?
+                == Advance::Stale
+            {
+                return Ok(false);
+            }
+        }
+        apply(conn, e, guard).map_err(|e| e.to_string())
+    })
+    .map_err(|e| e.to_string())?;
     Ok(match outcome {
         Processed::Applied(stale) => stale,
         Processed::Duplicate => false,
@@ -570,7 +551,7 @@ fn run_handler(
     trace: &str,
     tie_trace: Option<&str>,
 ) -> io::Result<HandlerResult> {
-    let mut db = Db::open(name)?;
+    let mut db = open_db(name)?;
     let mut stale_writes = 0u64;
     let mut queue: VecDeque<QItem> = groups
         .iter()
@@ -602,7 +583,7 @@ fn run_handler(
             let pending = match name {
                 "b check-then-insert" => {
                     let id = e.id.clone();
-                    if db.with(move |c| sql_seen(c, &id))? {
+                    if with(&mut db, move |c| sql_seen(c, &id))? {
                         Pending::Done(200)
                     } else {
                         Pending::Waiting
@@ -620,14 +601,14 @@ fn run_handler(
                 Pending::Waiting => match name {
                     "a naive" => {
                         let ev = e.clone();
-                        if db.with(move |c| apply(c, &ev, Guard::None))? {
+                        if with(&mut db, move |c| apply(c, &ev, Guard::None))? {
                             stale_writes += 1;
                         }
                         200
                     }
                     "b check-then-insert" => {
                         let ev = e.clone();
-                        let (stale, marked) = db.with(move |c| {
+                        let (stale, marked) = with(&mut db, move |c| {
                             let stale = apply(c, &ev, Guard::None)?;
                             Ok((stale, sql_mark(c, &ev.id).is_ok()))
                         })?;
@@ -643,10 +624,7 @@ fn run_handler(
                             "d order by created>" => Guard::CreatedGt,
                             _ => Guard::Passed,
                         };
-                        let Db::Store { rt, store, .. } = &db else {
-                            unreachable!("(c)/(d) run on the store")
-                        };
-                        if rt.block_on(atomic(store, e, guard)).map_err(sim_err)? {
+                        if atomic(&mut db, e, guard).map_err(sim_err)? {
                             stale_writes += 1;
                         }
                         200
@@ -662,7 +640,7 @@ fn run_handler(
             }
             if Some(e.id.as_str()) == tie_trace && n == 1 {
                 let acct = e.acct;
-                tie_after = Some(db.with(move |c| sql_get_acct(c, acct))?.plan_version);
+                tie_after = Some(with(&mut db, move |c| sql_get_acct(c, acct))?.plan_version);
             }
             if status >= 500 {
                 errors += 1;
@@ -695,7 +673,7 @@ fn run_handler(
             }
         }
     }
-    let (applied_rows, accounts, ledger) = db.with(|c| {
+    let (applied_rows, accounts, ledger) = with(&mut db, |c| {
         let applied =
             diesel::sql_query("SELECT event_id, count(*) c FROM applied GROUP BY event_id")
                 .load::<AppliedRow>(c)?;
@@ -1018,6 +996,50 @@ fn lpad(v: impl Display, n: usize) -> String {
     format!("{:>n$}", v.to_string())
 }
 
+/// What one independent section of the run computed.
+enum Section {
+    Handler(HandlerResult),
+    Retention(Vec<(&'static str, &'static str, Cell)>),
+    Crash(CrashResult),
+    Jitter(Vec<JitterRow>),
+}
+
+type Job<'a> = Box<dyn FnOnce() -> io::Result<Section> + Send + 'a>;
+
+/// Runs `jobs` on as many threads as the machine has cores; returns each job's
+/// result and elapsed time, in the order given.
+fn run_parallel(jobs: Vec<Job<'_>>) -> Vec<(io::Result<Section>, Duration)> {
+    use std::sync::{Mutex, PoisonError};
+    let n = jobs.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |c| c.get())
+        .clamp(1, n.max(1));
+    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<VecDeque<_>>());
+    let done = Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = queue
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pop_front();
+                    let Some((i, job)) = next else { break };
+                    let t0 = Instant::now();
+                    let result = job();
+                    let elapsed = t0.elapsed();
+                    done.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((i, result, elapsed));
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    done.sort_by_key(|(i, _, _)| *i);
+    done.into_iter().map(|(_, r, t)| (r, t)).collect()
+}
+
 /// Runs the whole simulation and prints what `webhook-sim.mjs` prints.
 ///
 /// # Errors
@@ -1087,18 +1109,43 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
     let tie_trace = reversed.first().map(|e| events[e.idx - 1].id.as_str());
     timings.push(("events and delivery stream".to_string(), t0.elapsed()));
 
-    let mut results = Vec::new();
+    // every section below is independent of the others (its own database, its own
+    // draws): compute them on all cores, then print in the script's order
+    let mut jobs: Vec<(String, Job<'_>)> = Vec::new();
     for name in HANDLERS {
-        let t0 = Instant::now();
-        results.push(run_handler(
-            name,
-            &events,
-            &groups,
-            &plan_version,
-            &trace.id,
-            tie_trace,
-        )?);
-        timings.push((format!("handler {name}"), t0.elapsed()));
+        let (events, groups, plan_version, trace) = (&events, &groups, &plan_version, &trace.id);
+        jobs.push((
+            format!("handler {name}"),
+            Box::new(move || {
+                run_handler(name, events, groups, plan_version, trace, tie_trace)
+                    .map(Section::Handler)
+            }),
+        ));
+    }
+    jobs.push((
+        "retention".into(),
+        Box::new(|| Ok(Section::Retention(retention()))),
+    ));
+    for (label, split) in [("crash split", true), ("crash atomic", false)] {
+        jobs.push((
+            label.into(),
+            Box::new(move || crash_test(split).map(Section::Crash)),
+        ));
+    }
+    jobs.push(("jitter".into(), Box::new(|| Ok(Section::Jitter(jitter())))));
+    let mut results = Vec::new();
+    let mut retention_rows = Vec::new();
+    let mut crashes = Vec::new();
+    let mut jitter_rows = Vec::new();
+    let (labels, jobs): (Vec<String>, Vec<Job<'_>>) = jobs.into_iter().unzip();
+    for (label, (section, elapsed)) in labels.into_iter().zip(run_parallel(jobs)) {
+        timings.push((label, elapsed));
+        match section? {
+            Section::Handler(r) => results.push(r),
+            Section::Retention(rows) => retention_rows = rows,
+            Section::Crash(r) => crashes.push(r),
+            Section::Jitter(rows) => jitter_rows = rows,
+        }
     }
 
     writeln!(out, "\n== handlers (simulation)")?;
@@ -1174,10 +1221,7 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
         out,
         "chances: response lost after processing 0.05 per attempt, later attempt unreachable 0.5, manual resend 0.005 (3-day row only, 1 to 15 days later)"
     )?;
-    let t0 = Instant::now();
-    let rows = retention();
-    timings.push(("retention".to_string(), t0.elapsed()));
-    for (s, t, n) in rows {
+    for (s, t, n) in retention_rows {
         writeln!(out, "{}{}{}", pad(s, 38), pad(t, 15), lpad(n, 8))?;
     }
 
@@ -1197,13 +1241,7 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
         lpad("ledger", 8),
         lpad("expected", 9)
     )?;
-    for split in [true, false] {
-        let t0 = Instant::now();
-        let r = crash_test(split)?;
-        timings.push((
-            format!("crash {}", if split { "split" } else { "atomic" }),
-            t0.elapsed(),
-        ));
+    for (split, r) in [true, false].into_iter().zip(crashes) {
         let label = if split {
             "insert key, then side effect"
         } else {
@@ -1227,10 +1265,7 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
         out,
         "\n== sender retries: 1,000 failed deliveries, receiver back at t=300 s (simulation)"
     )?;
-    let t0 = Instant::now();
-    let rows = jitter();
-    timings.push(("jitter".to_string(), t0.elapsed()));
-    for r in rows {
+    for r in jitter_rows {
         writeln!(
             out,
             "{} attempts {}, peak per second after recovery {}, last delivered at t={} s",
