@@ -309,8 +309,8 @@ fn fresh_schema(conn: &mut SqliteConnection) -> QueryResult<()> {
     if n.n == 0 {
         conn.batch_execute("BEGIN")?;
         for i in 0..N_ACCOUNTS as i32 {
-            diesel::sql_query("INSERT INTO accounts (id) VALUES (?)")
-                .bind::<Integer, _>(i)
+            diesel::insert_into(accounts::table)
+                .values(accounts::id.eq(i))
                 .execute(conn)?;
         }
         conn.batch_execute("COMMIT")?;
@@ -353,27 +353,77 @@ mod tables {
 
 use tables::{accounts, applied, processed_events};
 
+/// The script's two `UPDATE`s as statements diesel prepares once per connection and
+/// caches, as the script's `prep(db)` does: diesel never caches an `update()` or a
+/// `sql_query`, but it caches any query whose type identifies its SQL.
+mod updates {
+    use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+    use diesel::sql_types::{BigInt, Integer, Text};
+    use diesel::sqlite::{Sqlite, SqliteConnection};
+    use diesel::{QueryResult, RunQueryDsl};
+
+    /// `UPDATE accounts SET credits = credits + ? WHERE id = ?`
+    #[derive(QueryId)]
+    pub(super) struct Credit {
+        pub(super) amount: i64,
+        pub(super) acct: i32,
+    }
+
+    impl QueryFragment<Sqlite> for Credit {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+            out.push_sql("UPDATE accounts SET credits = credits + ");
+            out.push_bind_param::<BigInt, _>(&self.amount)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<Integer, _>(&self.acct)
+        }
+    }
+
+    impl RunQueryDsl<SqliteConnection> for Credit {}
+
+    /// `UPDATE accounts SET plan = ?, plan_version = ?, plan_created = ? WHERE id = ?`
+    #[derive(QueryId)]
+    pub(super) struct SetPlan {
+        pub(super) plan: String,
+        pub(super) version: i64,
+        pub(super) created: i64,
+        pub(super) acct: i32,
+    }
+
+    impl QueryFragment<Sqlite> for SetPlan {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+            out.push_sql("UPDATE accounts SET plan = ");
+            out.push_bind_param::<Text, _>(&self.plan)?;
+            out.push_sql(", plan_version = ");
+            out.push_bind_param::<BigInt, _>(&self.version)?;
+            out.push_sql(", plan_created = ");
+            out.push_bind_param::<BigInt, _>(&self.created)?;
+            out.push_sql(" WHERE id = ");
+            out.push_bind_param::<Integer, _>(&self.acct)
+        }
+    }
+
+    impl RunQueryDsl<SqliteConnection> for SetPlan {}
+}
+
 fn sql_credit(conn: &mut SqliteConnection, amount: i64, acct: i32) -> QueryResult<usize> {
-    diesel::update(accounts::table.find(acct))
-        .set(accounts::credits.eq(accounts::credits + amount))
-        .execute(conn)
+    updates::Credit { amount, acct }.execute(conn)
 }
 
 fn sql_set_plan(conn: &mut SqliteConnection, e: &Event) -> QueryResult<usize> {
-    diesel::update(accounts::table.find(e.acct))
-        .set((
-            accounts::plan.eq(format!("plan_v{}", e.version)),
-            accounts::plan_version.eq(e.version),
-            accounts::plan_created.eq(e.created),
-        ))
-        .execute(conn)
+    updates::SetPlan {
+        plan: format!("plan_v{}", e.version),
+        version: e.version,
+        created: e.created,
+        acct: e.acct,
+    }
+    .execute(conn)
 }
 
 fn sql_get_acct(conn: &mut SqliteConnection, acct: i32) -> QueryResult<Acct> {
     let (plan_version, plan_created) = accounts::table
         .find(acct)
         .select((accounts::plan_version, accounts::plan_created))
-        .first::<(i64, i64)>(conn)?;
+        .get_result::<(i64, i64)>(conn)?;
     Ok(Acct {
         plan_version,
         plan_created,
@@ -390,7 +440,7 @@ fn sql_seen(conn: &mut SqliteConnection, id: &str) -> QueryResult<bool> {
     processed_events::table
         .find(id)
         .select(processed_events::event_id)
-        .first::<String>(conn)
+        .get_result::<String>(conn)
         .optional()
         .map(|r| r.is_some())
 }

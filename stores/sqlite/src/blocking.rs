@@ -48,9 +48,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use diesel::connection::{AnsiTransactionManager, SimpleConnection as _, TransactionManager as _};
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::Text;
 use diesel::sqlite::SqliteConnection;
-use diesel::{Connection as _, OptionalExtension as _, QueryableByName, RunQueryDsl as _};
+use diesel::{
+    Connection as _, OptionalExtension as _, QueryDsl as _, QueryableByName, RunQueryDsl as _,
+};
 use diesel_migrations::MigrationHarness as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -58,6 +60,8 @@ use hookbox_core::{
 };
 
 use crate::rows::micros;
+use crate::schema::hookbox_version_times::dsl as times;
+use crate::schema::{AdvanceTime, AdvanceVersion};
 use crate::store::{self, MIGRATIONS, TxError};
 use crate::{Error, SqliteOptions};
 
@@ -211,21 +215,12 @@ pub fn process_once<T, E>(
 /// # Errors
 /// The database failed; roll the transaction back.
 pub fn advance(conn: &mut SqliteConnection, object: &str, version: i64) -> Result<Advance, Error> {
-    let changed = diesel::sql_query(store::ADVANCE)
-        .bind::<Text, _>(object)
-        .bind::<BigInt, _>(version)
-        .execute(conn)?;
+    let changed = AdvanceVersion { object, version }.execute(conn)?;
     Ok(if changed == 1 {
         Advance::Applied
     } else {
         Advance::Stale
     })
-}
-
-#[derive(QueryableByName)]
-struct StoredTime {
-    #[diesel(sql_type = BigInt)]
-    at_micros: i64,
 }
 
 /// Stores `at` for `object` only when it is strictly later than the stored time,
@@ -240,21 +235,23 @@ pub fn advance_at(
     at: OffsetDateTime,
 ) -> Result<TimestampAdvance, Error> {
     let at = micros(at);
-    let changed = diesel::sql_query(store::ADVANCE_AT)
-        .bind::<Text, _>(object)
-        .bind::<BigInt, _>(at)
-        .execute(conn)?;
+    let changed = AdvanceTime {
+        object,
+        at_micros: at,
+    }
+    .execute(conn)?;
     if changed == 1 {
         return Ok(TimestampAdvance::Applied);
     }
     // not stored: the same time (a tie nobody can order) or an older one; the
     // caller's transaction holds the write lock, so this read is current
-    let stored = diesel::sql_query(store::STORED_TIME)
-        .bind::<Text, _>(object)
-        .get_result::<StoredTime>(conn)
+    let stored = times::hookbox_version_times
+        .find(object)
+        .select(times::at_micros)
+        .get_result::<i64>(conn)
         .optional()?;
     Ok(match stored {
-        Some(stored) if stored.at_micros == at => TimestampAdvance::Unknown,
+        Some(stored) if stored == at => TimestampAdvance::Unknown,
         _ => TimestampAdvance::Stale,
     })
 }

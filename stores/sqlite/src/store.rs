@@ -142,17 +142,6 @@ impl SqliteStore {
     }
 }
 
-/// Stores a version; the upsert's WHERE makes "not newer" a no-op (zero rows changed).
-pub(crate) const ADVANCE: &str = "INSERT INTO hookbox_versions (object, version) VALUES (?, ?) \
-     ON CONFLICT (object) DO UPDATE SET version = excluded.version \
-     WHERE excluded.version > hookbox_versions.version";
-/// Stores a time, only when strictly later.
-pub(crate) const ADVANCE_AT: &str = "INSERT INTO hookbox_version_times (object, at_micros) \
-     VALUES (?, ?) ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
-     WHERE excluded.at_micros > hookbox_version_times.at_micros";
-/// Reads a stored time back, to tell a tie from an older time.
-pub(crate) const STORED_TIME: &str = "SELECT at_micros FROM hookbox_version_times WHERE object = ?";
-
 /// Checks that `path` names a file SQLite can share between connections.
 pub(crate) fn file_url(path: &Path) -> Result<&str, Error> {
     let url = path
