@@ -1057,7 +1057,9 @@ enum Section {
 type Job<'a> = Box<dyn FnOnce() -> io::Result<Section> + Send + 'a>;
 
 /// Runs `jobs` on as many threads as the machine has cores; returns each job's
-/// result and elapsed time, in the order given.
+/// result and elapsed time, in the order given. Jobs are started from the last one
+/// back, so the crash tests, the longest (they wait on the file system), start
+/// first and the short handler runs fill in around them.
 fn run_parallel(jobs: Vec<Job<'_>>) -> Vec<(io::Result<Section>, Duration)> {
     use std::sync::{Mutex, PoisonError};
     let n = jobs.len();
@@ -1073,7 +1075,7 @@ fn run_parallel(jobs: Vec<Job<'_>>) -> Vec<(io::Result<Section>, Duration)> {
                     let next = queue
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .pop_front();
+                        .pop_back();
                     let Some((i, job)) = next else { break };
                     let t0 = Instant::now();
                     let result = job();
