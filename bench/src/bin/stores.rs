@@ -8,18 +8,27 @@
 //!
 //! 1. claims per second: `IdempotencyStore::process_once` of a fresh key with a
 //!    one-row `UPDATE` side effect, one transaction each, beside the raw loop
-//!    (begin / the store's exact `INSERT … ON CONFLICT DO NOTHING` / the same
-//!    `UPDATE` / commit, on a pool built with the store's settings) and the ratio;
-//! 2. the duplicate path: `process_once` of keys that are already claimed;
-//! 3. the worker: rows per second drained by `Inbox::work_one` with the same
+//!    (begin / the store's exact `INSERT … ON CONFLICT DO NOTHING`, built and cached
+//!    as the store builds it / the same `UPDATE` / commit, on a pool built with the
+//!    store's settings) and the ratio;
+//! 2. on SQLite only, below each of those rows, a `process_once_blocking` row:
+//!    `SqliteStore::process_once_blocking` of a fresh key with the same `UPDATE` as
+//!    a sync diesel side effect (the claim, the `UPDATE` and the commit in one trip
+//!    to tokio's blocking pool), measured in the same rounds, beside the same raw
+//!    loop and, after the per-round ratios, beside `process_once`;
+//! 3. the duplicate path: `process_once` of keys that are already claimed;
+//! 4. the worker: rows per second drained by `Inbox::work_one` with the same
 //!    `UPDATE` as its handler, after `receive`-ing the rows.
 //!
 //! Every claim figure is the median of rounds of fixed duration that alternate
-//! hookbox and raw after a warm-up, so drift on a busy machine hits both columns.
+//! hookbox and raw (and `process_once_blocking`, in the middle) after a warm-up, so
+//! drift on a busy machine hits every column alike. Every side effect that commits
+//! is counted, and the ledger it bumps is checked against that count at the end.
 //!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-stores`
 //! (`HOOKBOX_BENCH_ROUND_MS` sets the round length, default 1000;
-//! `HOOKBOX_BENCH_DIR` the directory for the SQLite files, default the temp dir).
+//! `HOOKBOX_BENCH_DIR` the directory for the SQLite files, default the temp dir;
+//! an unreachable `HOOKBOX_PG_URL` runs the SQLite rows alone).
 #![allow(clippy::print_stdout)] // printing the table is this binary's job
 
 use std::borrow::Cow;
@@ -63,11 +72,6 @@ const ACCOUNTS: [&str; 16] = [
     "acct_08", "acct_09", "acct_10", "acct_11", "acct_12", "acct_13", "acct_14", "acct_15",
 ];
 
-/// The claim `hookbox-sqlite` runs (stores/sqlite/src/store.rs, `insert_key`), byte
-/// for byte: an uncached `sql_query`, as there.
-const SQLITE_CLAIM: &str = "INSERT INTO hookbox_processed_keys (source, provider, delivery_id, received_at) \
-         VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
-
 /// What the worker rows carry: a small Stripe-shaped event.
 const BODY: &[u8] = br#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","type":"payment_intent.succeeded","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent","amount":2000,"currency":"usd"}}}"#;
 
@@ -94,12 +98,43 @@ diesel::table! {
     }
 }
 
+/// `hookbox-sqlite`'s key table as its claim sees it (stores/sqlite/src/schema.rs), so
+/// the raw SQLite loop builds the store's claim (`claim_query!` in its `store.rs`)
+/// with the same query builder: the same statement, prepared once per connection
+/// and cached, as there.
+mod sqlite_schema {
+    diesel::table! {
+        /// The dedupe keys.
+        hookbox_processed_keys (source, provider, delivery_id) {
+            /// `DedupeKey::scope()`.
+            source -> Text,
+            /// `DedupeKey::provider()`.
+            provider -> Text,
+            /// `DedupeKey::delivery_id()`.
+            delivery_id -> Text,
+            /// Unix microseconds of the claim.
+            received_at -> BigInt,
+        }
+    }
+}
+
 /// The side effect on SQLite: one row, `balance + 1`.
 async fn sqlite_bump(conn: &mut SqliteConn, account: &str) -> diesel::QueryResult<usize> {
     diesel::update(bench_ledger::table.find(account))
         .set(bench_ledger::balance.eq(bench_ledger::balance + 1))
         .execute(conn)
         .await
+}
+
+/// The side effect of `process_once_blocking`: [`sqlite_bump`]'s statement, run by
+/// sync diesel on the blocking thread that runs the whole transaction.
+fn sqlite_bump_blocking(conn: &mut SqliteConnection, account: &str) -> diesel::QueryResult<usize> {
+    // spelled out: diesel-async's `RunQueryDsl` is in scope too, for the other paths
+    diesel::RunQueryDsl::execute(
+        diesel::update(bench_ledger::table.find(account))
+            .set(bench_ledger::balance.eq(bench_ledger::balance + 1)),
+        conn,
+    )
 }
 
 /// The side effect on Postgres: the same statement.
@@ -142,14 +177,18 @@ async fn sqlite_raw_claim(
     key: &DedupeKey,
     account: &'static str,
 ) -> Result<bool, BoxErr> {
+    use sqlite_schema::hookbox_processed_keys as keys;
     let mut conn = pool.get().await?;
     let applied = conn
         .immediate_transaction(async |conn: &mut SqliteConn| -> diesel::QueryResult<bool> {
-            let inserted = diesel::sql_query(SQLITE_CLAIM)
-                .bind::<Text, _>(key.scope())
-                .bind::<Text, _>(key.provider())
-                .bind::<Text, _>(key.delivery_id())
-                .bind::<BigInt, _>(unix_micros(OffsetDateTime::now_utc()))
+            let inserted = diesel::insert_into(keys::table)
+                .values((
+                    keys::source.eq(key.scope()),
+                    keys::provider.eq(key.provider()),
+                    keys::delivery_id.eq(key.delivery_id()),
+                    keys::received_at.eq(unix_micros(OffsetDateTime::now_utc())),
+                ))
+                .on_conflict_do_nothing()
                 .execute(conn)
                 .await?;
             if inserted != 1 {
@@ -272,9 +311,14 @@ struct Target {
     applied: Arc<AtomicU64>,
 }
 
+/// Who runs a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
+    /// `IdempotencyStore::process_once`, with an async side effect.
     Hookbox,
+    /// `SqliteStore::process_once_blocking`, with a sync side effect (SQLite only).
+    Blocking,
+    /// The same statements by hand, through diesel-async.
     Raw,
 }
 
@@ -308,12 +352,21 @@ impl Target {
                     .await?;
                 Ok(!done.is_duplicate())
             }
+            (Backend::Sqlite { store, .. }, Side::Blocking) => {
+                let done = store
+                    .process_once_blocking(key, move |conn| sqlite_bump_blocking(conn, account))
+                    .await?;
+                Ok(!done.is_duplicate())
+            }
             (Backend::Sqlite { raw, .. }, Side::Raw) => sqlite_raw_claim(raw, key, account).await,
             (Backend::Pg { store, .. }, Side::Hookbox) => {
                 let done = store
                     .process_once(key, move |conn| Box::pin(pg_bump(conn, account)))
                     .await?;
                 Ok(!done.is_duplicate())
+            }
+            (Backend::Pg { .. }, Side::Blocking) => {
+                Err("process_once_blocking is hookbox-sqlite's alone".into())
             }
             (Backend::Pg { raw, .. }, Side::Raw) => pg_raw_claim(raw, key, account).await,
         }
@@ -474,9 +527,12 @@ impl Timing {
     }
 }
 
-/// The rates of alternating hookbox and raw rounds.
+/// The rates of alternating hookbox and raw rounds (and `process_once_blocking`
+/// rounds, when measured).
 struct Pair {
     hookbox: Vec<f64>,
+    /// Empty unless `Side::Blocking` was measured.
+    blocking: Vec<f64>,
     raw: Vec<f64>,
     /// The label and per-task counts of the first measured hookbox round of fresh
     /// keys: the keys it claimed, for the duplicate rows.
@@ -506,10 +562,17 @@ fn median(values: &[f64]) -> f64 {
     sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Measures hookbox and raw in alternating rounds; `existing` is `None` for fresh
-/// keys (every claim must apply) or the keys to claim again (none may apply).
+/// Hookbox's `process_once` beside the raw loop.
+const PAIR: &[Side] = &[Side::Hookbox, Side::Raw];
+/// Both of `hookbox-sqlite`'s claim paths beside the raw loop; `Blocking` in the
+/// middle, so that it is as near to each of the others, in every round order.
+const SQLITE_TRIO: &[Side] = &[Side::Hookbox, Side::Blocking, Side::Raw];
+
+/// Measures `sides` in alternating rounds; `existing` is `None` for fresh keys
+/// (every claim must apply) or the keys to claim again (none may apply).
 async fn pair(
     target: &Arc<Target>,
+    sides: &[Side],
     tasks: usize,
     existing: Option<&Arc<Vec<DedupeKey>>>,
     timing: &Timing,
@@ -525,22 +588,23 @@ async fn pair(
             ));
         }
     };
-    for side in [Side::Hookbox, Side::Raw] {
+    for &side in sides {
         let warm = run(target, side, tasks, &keys(), timing.warm).await?;
         check(side, &warm);
     }
     let mut pair = Pair {
         hookbox: Vec::new(),
+        blocking: Vec::new(),
         raw: Vec::new(),
         first: None,
     };
     for round in 0..timing.rounds {
-        // H R, R H, H R: a steady drift of the machine's load favours neither side
-        let order = if round % 2 == 0 {
-            [Side::Hookbox, Side::Raw]
-        } else {
-            [Side::Raw, Side::Hookbox]
-        };
+        // H R, R H, H R (or H B R, R B H, H B R): a steady drift of the machine's
+        // load favours no side
+        let mut order = sides.to_vec();
+        if round % 2 == 1 {
+            order.reverse();
+        }
         for side in order {
             let keys = keys();
             let measured = run(target, side, tasks, &keys, timing.round).await?;
@@ -552,6 +616,7 @@ async fn pair(
                     }
                     pair.hookbox.push(measured.rate());
                 }
+                Side::Blocking => pair.blocking.push(measured.rate()),
                 Side::Raw => pair.raw.push(measured.rate()),
             }
         }
@@ -559,25 +624,47 @@ async fn pair(
     Ok(pair)
 }
 
-const PAIR_HEADER: &str =
-    "store     setting                  tasks   hookbox/s       raw/s   ratio   per-round ratios";
+const PAIR_HEADER: &str = "store     setting                        tasks   hookbox/s       raw/s   ratio   \
+     per-round ratios";
 
+/// The `process_once` row: hookbox beside the raw loop.
 fn print_pair(store: &str, setting: &str, tasks: usize, pair: &Pair) {
-    let (hookbox, raw) = (median(&pair.hookbox), median(&pair.raw));
-    let rounds: Vec<f64> = pair
-        .hookbox
-        .iter()
-        .zip(&pair.raw)
-        .map(|(h, r)| h / r)
-        .collect();
+    println!(
+        "{}",
+        pair_row(store, setting, tasks, &pair.hookbox, &pair.raw)
+    );
+}
+
+/// The `process_once_blocking` row of a [`SQLITE_TRIO`]: its rate beside the raw
+/// loop, then its ratio to `process_once` in the same rounds (median, per-round
+/// range). `level` is the `synchronous` level, as `FULL`.
+fn print_blocking(store: &str, level: &str, tasks: usize, pair: &Pair) {
+    let setting = format!("{level}, process_once_blocking");
+    let row = pair_row(store, &setting, tasks, &pair.blocking, &pair.raw);
+    let ratio = median(&pair.blocking) / median(&pair.hookbox);
+    let (low, high) = ratio_range(&pair.blocking, &pair.hookbox);
+    println!("{row}   {ratio:.2}x process_once ({low:.2}-{high:.2})");
+}
+
+/// One row of [`PAIR_HEADER`]: the medians of `measured` and `raw`, their ratio, and
+/// the range of the ratios of the rounds.
+fn pair_row(store: &str, setting: &str, tasks: usize, measured: &[f64], raw: &[f64]) -> String {
+    let (rate, raw_rate) = (median(measured), median(raw));
+    let (low, high) = ratio_range(measured, raw);
+    format!(
+        "{store:<10}{setting:<30}{tasks:>6}{:>12}{:>12}{:>7.2}x   {low:.2}-{high:.2}",
+        thousands(rate),
+        thousands(raw_rate),
+        rate / raw_rate,
+    )
+}
+
+/// The lowest and highest ratio of `a` to `b` round by round.
+fn ratio_range(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let rounds: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
     let low = rounds.iter().copied().fold(f64::INFINITY, f64::min);
     let high = rounds.iter().copied().fold(0.0, f64::max);
-    println!(
-        "{store:<10}{setting:<24}{tasks:>6}{:>12}{:>12}{:>7.2}x   {low:.2}-{high:.2}",
-        thousands(hookbox),
-        thousands(raw),
-        hookbox / raw,
-    );
+    (low, high)
 }
 
 /// `12345.6` as `12,346`.
@@ -847,11 +934,23 @@ fn statements() -> (String, String) {
         ))
         .on_conflict_do_nothing();
     let pg_insert = diesel::debug_query::<diesel::pg::Pg, _>(&pg_insert).to_string();
+    let sqlite_insert = {
+        use sqlite_schema::hookbox_processed_keys as keys;
+        diesel::insert_into(keys::table)
+            .values((
+                keys::source.eq("bench"),
+                keys::provider.eq("standard"),
+                keys::delivery_id.eq("evt_1"),
+                keys::received_at.eq(0_i64),
+            ))
+            .on_conflict_do_nothing()
+    };
+    let sqlite_insert = diesel::debug_query::<Sqlite, _>(&sqlite_insert).to_string();
     let sql = |s: &str| s.split(" -- binds").next().unwrap_or(s).to_string();
     (
         format!(
             "BEGIN IMMEDIATE; {}; {}; COMMIT",
-            sql(&SQLITE_CLAIM.replace("         ", "")),
+            sql(&sqlite_insert),
             sql(&sqlite_update)
         ),
         format!("BEGIN; {}; {}; COMMIT", sql(&pg_insert), sql(&pg_update)),
@@ -913,7 +1012,7 @@ async fn main() -> Result<(), BoxErr> {
     println!("postgres: {}: {pg_facts}", without_credentials(&url));
     println!(
         "timing:   per row, a {} ms warm-up per side, then {} rounds of {} ms per side \
-         (H R, R H, H R); medians",
+         (H R, R H, H R; with process_once_blocking H B R, R B H, H B R); medians",
         timing.warm.as_millis(),
         timing.rounds,
         timing.round.as_millis()
@@ -924,12 +1023,17 @@ async fn main() -> Result<(), BoxErr> {
 
     println!();
     println!("claims/s: process_once of a fresh key + a one-row UPDATE, one transaction each");
+    println!(
+        "  (sqlite: below each row, process_once_blocking with the same UPDATE in sync diesel, \
+         one blocking-pool trip per claim, in the same rounds; then its ratio to process_once)"
+    );
     println!("{PAIR_HEADER}");
     let mut sqlite_claims = Vec::new();
-    for (target, setting) in [(&full, "synchronous=FULL"), (&normal, "synchronous=NORMAL")] {
+    for (target, level) in [(&full, "FULL"), (&normal, "NORMAL")] {
         for tasks in [1, 4] {
-            let result = pair(target, tasks, None, &timing, &mut anomalies).await?;
-            print_pair("sqlite", setting, tasks, &result);
+            let result = pair(target, SQLITE_TRIO, tasks, None, &timing, &mut anomalies).await?;
+            print_pair("sqlite", &format!("synchronous={level}"), tasks, &result);
+            print_blocking("sqlite", level, tasks, &result);
             sqlite_claims.push(result);
         }
     }
@@ -951,7 +1055,7 @@ async fn main() -> Result<(), BoxErr> {
         let result: Result<(), BoxErr> = async {
             for tasks in [1, 4, 16] {
                 let target = env.target(tasks.min(16)).await?;
-                let result = pair(&target, tasks, None, &timing, &mut anomalies).await?;
+                let result = pair(&target, PAIR, tasks, None, &timing, &mut anomalies).await?;
                 print_pair("postgres", setting, tasks, &result);
                 if tasks == 1 {
                     pg_dup_keys = Arc::new(result.claimed_keys());
@@ -978,7 +1082,15 @@ async fn main() -> Result<(), BoxErr> {
     );
     println!("{PAIR_HEADER}");
     if !sqlite_dup_keys.is_empty() {
-        let result = pair(&full, 1, Some(&sqlite_dup_keys), &timing, &mut anomalies).await?;
+        let result = pair(
+            &full,
+            PAIR,
+            1,
+            Some(&sqlite_dup_keys),
+            &timing,
+            &mut anomalies,
+        )
+        .await?;
         print_pair("sqlite", "synchronous=FULL", 1, &result);
     }
     if let Some(env) = &pg {
@@ -988,8 +1100,15 @@ async fn main() -> Result<(), BoxErr> {
             }
             for tasks in [1, 16] {
                 let target = env.target(tasks).await?;
-                let result =
-                    pair(&target, tasks, Some(&pg_dup_keys), &timing, &mut anomalies).await?;
+                let result = pair(
+                    &target,
+                    PAIR,
+                    tasks,
+                    Some(&pg_dup_keys),
+                    &timing,
+                    &mut anomalies,
+                )
+                .await?;
                 print_pair("postgres", "pool = tasks", tasks, &result);
             }
             Ok(())
