@@ -569,17 +569,58 @@ enum Pending {
     Waiting,
 }
 
+/// One row of the handler table (the single-process run and the Postgres mode).
+pub(crate) struct HandlerRow {
+    pub(crate) name: &'static str,
+    pub(crate) deliveries: u64,
+    pub(crate) errors: u64,
+    pub(crate) dup_events: u64,
+    pub(crate) dup_applies: i64,
+    pub(crate) lost: u64,
+    pub(crate) stale_writes: u64,
+    pub(crate) stale: u64,
+    pub(crate) ledger: i64,
+    pub(crate) expected: i64,
+}
+
+/// The handler table's header.
+pub(crate) fn write_handler_header(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}{}{}{}{}{}{}{}{}{}",
+        pad("handler", 22),
+        lpad("deliveries", 11),
+        lpad("5xx", 6),
+        lpad("dup events", 11),
+        lpad("extra applies", 14),
+        lpad("lost", 6),
+        lpad("stale writes", 13),
+        lpad("stale accts", 12),
+        lpad("ledger", 10),
+        lpad("expected", 10)
+    )
+}
+
+/// One row of the handler table.
+pub(crate) fn write_handler_row(out: &mut impl Write, r: &HandlerRow) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}{}{}{}{}{}{}{}{}{}",
+        pad(r.name, 22),
+        lpad(r.deliveries, 11),
+        lpad(r.errors, 6),
+        lpad(r.dup_events, 11),
+        lpad(r.dup_applies, 14),
+        lpad(r.lost, 6),
+        lpad(r.stale_writes, 13),
+        lpad(r.stale, 12),
+        lpad(r.ledger, 10),
+        lpad(r.expected, 10)
+    )
+}
+
 struct HandlerResult {
-    name: &'static str,
-    deliveries: u64,
-    errors: u64,
-    dup_events: u64,
-    dup_applies: i64,
-    lost: u64,
-    stale: u64,
-    stale_writes: u64,
-    ledger: i64,
-    expected: i64,
+    row: HandlerRow,
     log: Vec<String>,
     traced_applied: i64,
     tie_after: Option<i64>,
@@ -757,16 +798,18 @@ fn run_handler(
         })
         .count() as u64;
     Ok(HandlerResult {
-        name,
-        deliveries,
-        errors,
-        dup_events,
-        dup_applies,
-        lost,
-        stale,
-        stale_writes,
-        ledger,
-        expected: credits.len() as i64 * 100,
+        row: HandlerRow {
+            name,
+            deliveries,
+            errors,
+            dup_events,
+            dup_applies,
+            lost,
+            stale_writes,
+            stale,
+            ledger,
+            expected: credits.len() as i64 * 100,
+        },
         log,
         traced_applied: applied_counts.get(trace).copied().unwrap_or(0),
         tie_after,
@@ -887,17 +930,60 @@ fn fmt_hms(sec: i64) -> String {
 
 // ---------- crash test ----------
 
-struct CrashResult {
-    n: i64,
-    crashes: i64,
-    keys: i64,
-    applied: i64,
-    lost: i64,
-    ledger: i64,
-    expected: i64,
+/// One row of the crash table (the single-process run and the Postgres mode).
+pub(crate) struct CrashRow {
+    pub(crate) n: i64,
+    pub(crate) crashes: i64,
+    pub(crate) keys: i64,
+    pub(crate) applied: i64,
+    pub(crate) lost: i64,
+    pub(crate) ledger: i64,
+    pub(crate) expected: i64,
 }
 
-fn crash_test(split: bool) -> io::Result<CrashResult> {
+/// The crash table's name for a design: the key committed on its own (`split`), or
+/// the key and the side effect in one transaction.
+pub(crate) fn crash_label(split: bool) -> &'static str {
+    if split {
+        "insert key, then side effect"
+    } else {
+        "insert key + side effect, one tx"
+    }
+}
+
+/// The crash table's header.
+pub(crate) fn write_crash_header(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}{}{}{}{}{}{}{}",
+        pad("design", 34),
+        lpad("events", 7),
+        lpad("crashes", 8),
+        lpad("keys", 6),
+        lpad("applied", 8),
+        lpad("lost", 6),
+        lpad("ledger", 8),
+        lpad("expected", 9)
+    )
+}
+
+/// One row of the crash table, for the design called `label`.
+pub(crate) fn write_crash_row(out: &mut impl Write, label: &str, r: &CrashRow) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}{}{}{}{}{}{}{}",
+        pad(label, 34),
+        lpad(r.n, 7),
+        lpad(r.crashes, 8),
+        lpad(r.keys, 6),
+        lpad(r.applied, 8),
+        lpad(r.lost, 6),
+        lpad(r.ledger, 8),
+        lpad(r.expected, 9)
+    )
+}
+
+fn crash_test(split: bool) -> io::Result<CrashRow> {
     let dir = temp_dir("whsim-")?;
     let file = dir.join("crash.db");
     let result = crash_run(split, &file);
@@ -905,7 +991,7 @@ fn crash_test(split: bool) -> io::Result<CrashResult> {
     result
 }
 
-fn crash_run(split: bool, file: &Path) -> io::Result<CrashResult> {
+fn crash_run(split: bool, file: &Path) -> io::Result<CrashRow> {
     let file = file
         .to_str()
         .ok_or_else(|| sim_err("temp path is not UTF-8"))?;
@@ -969,7 +1055,7 @@ fn crash_run(split: bool, file: &Path) -> io::Result<CrashResult> {
         .s
         .unwrap_or(0);
     drop(db);
-    Ok(CrashResult {
+    Ok(CrashRow {
         n: N,
         crashes,
         keys,
@@ -1050,7 +1136,7 @@ fn lpad(v: impl Display, n: usize) -> String {
 enum Section {
     Handler(HandlerResult),
     Retention(Vec<(&'static str, &'static str, Cell)>),
-    Crash(CrashResult),
+    Crash(CrashRow),
     Jitter(Vec<JitterRow>),
 }
 
@@ -1201,35 +1287,9 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
     }
 
     writeln!(out, "\n== handlers (simulation)")?;
-    writeln!(
-        out,
-        "{}{}{}{}{}{}{}{}{}{}",
-        pad("handler", 22),
-        lpad("deliveries", 11),
-        lpad("5xx", 6),
-        lpad("dup events", 11),
-        lpad("extra applies", 14),
-        lpad("lost", 6),
-        lpad("stale writes", 13),
-        lpad("stale accts", 12),
-        lpad("ledger", 10),
-        lpad("expected", 10)
-    )?;
+    write_handler_header(out)?;
     for r in &results {
-        writeln!(
-            out,
-            "{}{}{}{}{}{}{}{}{}{}",
-            pad(r.name, 22),
-            lpad(r.deliveries, 11),
-            lpad(r.errors, 6),
-            lpad(r.dup_events, 11),
-            lpad(r.dup_applies, 14),
-            lpad(r.lost, 6),
-            lpad(r.stale_writes, 13),
-            lpad(r.stale, 12),
-            lpad(r.ledger, 10),
-            lpad(r.expected, 10)
-        )?;
+        write_handler_row(out, &r.row)?;
     }
 
     writeln!(
@@ -1238,7 +1298,7 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
         trace.id, trace.amount, trace.acct
     )?;
     for r in results.iter().take(3) {
-        writeln!(out, "{}: applied {}x", r.name, r.traced_applied)?;
+        writeln!(out, "{}: applied {}x", r.row.name, r.traced_applied)?;
         for l in &r.log {
             writeln!(out, "  {l}")?;
         }
@@ -1261,7 +1321,7 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
             let after = r
                 .tie_after
                 .map_or_else(|| "undefined".to_string(), |v| v.to_string());
-            writeln!(out, "  {}: plan_v{after} after both arrived", r.name)?;
+            writeln!(out, "  {}: plan_v{after} after both arrived", r.row.name)?;
         }
     }
 
@@ -1281,36 +1341,9 @@ pub fn run_timed(out: &mut impl Write, meta: &RunMeta) -> io::Result<Vec<(String
         out,
         "\n== crash after dedupe insert, before side effect (simulation, file-backed SQLite, chance 0.01 per delivery)"
     )?;
-    writeln!(
-        out,
-        "{}{}{}{}{}{}{}{}",
-        pad("design", 34),
-        lpad("events", 7),
-        lpad("crashes", 8),
-        lpad("keys", 6),
-        lpad("applied", 8),
-        lpad("lost", 6),
-        lpad("ledger", 8),
-        lpad("expected", 9)
-    )?;
+    write_crash_header(out)?;
     for (split, r) in [true, false].into_iter().zip(crashes) {
-        let label = if split {
-            "insert key, then side effect"
-        } else {
-            "insert key + side effect, one tx"
-        };
-        writeln!(
-            out,
-            "{}{}{}{}{}{}{}{}",
-            pad(label, 34),
-            lpad(r.n, 7),
-            lpad(r.crashes, 8),
-            lpad(r.keys, 6),
-            lpad(r.applied, 8),
-            lpad(r.lost, 6),
-            lpad(r.ledger, 8),
-            lpad(r.expected, 9)
-        )?;
+        write_crash_row(out, crash_label(split), &r)?;
     }
 
     writeln!(

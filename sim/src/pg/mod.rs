@@ -36,9 +36,11 @@ use std::time::{Duration, Instant};
 
 pub use worker::{CrashDesign, WORKER_SUBCOMMAND, WORKER_URL_ENV, run_worker};
 
+pub(crate) use crate::{CrashRow, HandlerRow};
 use crate::{
     Event, Kind, N_ACCOUNTS, N_EVENTS, P_ACK_LOST, P_CONCURRENT, P_DUPLICATE, P_SHUFFLE, SEED,
-    SHUFFLE_WINDOW, lpad, make_events, make_groups, pad,
+    SHUFFLE_WINDOW, make_events, make_groups, write_crash_header, write_crash_row,
+    write_handler_header, write_handler_row,
 };
 use db::Schemas;
 use handlers::Handler;
@@ -112,31 +114,6 @@ impl Stream {
             latest_plan,
         }
     }
-}
-
-/// One row of the handler table, counted from a handler's schema.
-pub(crate) struct HandlerRow {
-    pub(crate) name: &'static str,
-    pub(crate) deliveries: u64,
-    pub(crate) errors: u64,
-    pub(crate) dup_events: u64,
-    pub(crate) dup_applies: i64,
-    pub(crate) lost: u64,
-    pub(crate) stale_writes: u64,
-    pub(crate) stale: u64,
-    pub(crate) ledger: i64,
-    pub(crate) expected: i64,
-}
-
-/// One row of the crash table.
-pub(crate) struct CrashRow {
-    pub(crate) n: i64,
-    pub(crate) crashes: i64,
-    pub(crate) keys: i64,
-    pub(crate) applied: i64,
-    pub(crate) lost: i64,
-    pub(crate) ledger: i64,
-    pub(crate) expected: i64,
 }
 
 /// Replays the stream on Postgres and prints a header, the handler table and the
@@ -254,73 +231,15 @@ async fn sections(
         "\n== crash after dedupe insert, before side effect (Postgres, {w} worker processes, SIGKILL, chance {} per delivery)",
         crash::P_CRASH
     )?;
-    writeln!(
-        out,
-        "{}{}{}{}{}{}{}{}",
-        pad("design", 34),
-        lpad("events", 7),
-        lpad("crashes", 8),
-        lpad("keys", 6),
-        lpad("applied", 8),
-        lpad("lost", 6),
-        lpad("ledger", 8),
-        lpad("expected", 9)
-    )?;
+    write_crash_header(out)?;
     for design in [CrashDesign::Split, CrashDesign::Atomic] {
         let t0 = Instant::now();
         let schema = schemas.create(design.as_str()).await?;
         let r = crash::run(design, crash_events, options, &schema).await?;
         timings.push((format!("pg crash {}", design.as_str()), t0.elapsed()));
-        writeln!(
-            out,
-            "{}{}{}{}{}{}{}{}",
-            pad(design.label(), 34),
-            lpad(r.n, 7),
-            lpad(r.crashes, 8),
-            lpad(r.keys, 6),
-            lpad(r.applied, 8),
-            lpad(r.lost, 6),
-            lpad(r.ledger, 8),
-            lpad(r.expected, 9)
-        )?;
+        write_crash_row(out, design.label(), &r)?;
     }
     Ok(timings)
-}
-
-/// The handler table's header, as the single-process run prints it.
-fn write_handler_header(out: &mut impl Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{}{}{}{}{}{}{}{}{}{}",
-        pad("handler", 22),
-        lpad("deliveries", 11),
-        lpad("5xx", 6),
-        lpad("dup events", 11),
-        lpad("extra applies", 14),
-        lpad("lost", 6),
-        lpad("stale writes", 13),
-        lpad("stale accts", 12),
-        lpad("ledger", 10),
-        lpad("expected", 10)
-    )
-}
-
-/// One handler row, in the single-process run's layout.
-fn write_handler_row(out: &mut impl Write, r: &HandlerRow) -> io::Result<()> {
-    writeln!(
-        out,
-        "{}{}{}{}{}{}{}{}{}{}",
-        pad(r.name, 22),
-        lpad(r.deliveries, 11),
-        lpad(r.errors, 6),
-        lpad(r.dup_events, 11),
-        lpad(r.dup_applies, 14),
-        lpad(r.lost, 6),
-        lpad(r.stale_writes, 13),
-        lpad(r.stale, 12),
-        lpad(r.ledger, 10),
-        lpad(r.expected, 10)
-    )
 }
 
 /// An I/O error carrying `err`'s whole cause chain in its message (the driver's

@@ -62,10 +62,7 @@ impl CrashDesign {
 
     /// The row label, as in the single-process crash table.
     pub(super) fn label(self) -> &'static str {
-        match self {
-            CrashDesign::Split => "insert key, then side effect",
-            CrashDesign::Atomic => "insert key + side effect, one tx",
-        }
+        crate::crash_label(self == CrashDesign::Split)
     }
 }
 
