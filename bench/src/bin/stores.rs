@@ -827,6 +827,15 @@ struct PgEnv {
     applied: Arc<AtomicU64>,
 }
 
+/// After a failed Postgres row: says so, drops the schema; the caller then skips
+/// the remaining Postgres rows.
+async fn give_up_on_postgres(env: &PgEnv, err: &BoxErr) {
+    println!("postgres: failed, the remaining Postgres rows are skipped: {err}");
+    if let Err(err) = env.drop_schema().await {
+        println!("postgres: could not drop schema {}: {err}", env.schema);
+    }
+}
+
 impl PgEnv {
     /// Connects (within 5 s), reads the server's facts, creates the schema with the
     /// hookbox tables and the ledger.
@@ -1066,10 +1075,7 @@ async fn main() -> Result<(), BoxErr> {
         }
         .await;
         if let Err(err) = result {
-            println!("postgres: failed, the remaining Postgres rows are skipped: {err}");
-            if let Err(err) = env.drop_schema().await {
-                println!("postgres: could not drop schema {}: {err}", env.schema);
-            }
+            give_up_on_postgres(env, &err).await;
             pg = None;
         }
     } else {
@@ -1115,10 +1121,7 @@ async fn main() -> Result<(), BoxErr> {
         }
         .await;
         if let Err(err) = result {
-            println!("postgres: failed, the remaining Postgres rows are skipped: {err}");
-            if let Err(err) = env.drop_schema().await {
-                println!("postgres: could not drop schema {}: {err}", env.schema);
-            }
+            give_up_on_postgres(env, &err).await;
             pg = None;
         }
     } else {
