@@ -281,3 +281,154 @@ impl fmt::Debug for VerifiedDelivery {
             .finish()
     }
 }
+
+/// A delivery as a handler sees it, inline or from the inbox: one view, so one
+/// handler function serves both modes.
+///
+/// Inline, it is the [`VerifiedDelivery`] just verified; from the inbox, the stored
+/// row (the same bytes, headers and facts, kept at receipt). Cheap to clone: the body
+/// is reference-counted.
+#[derive(Clone)]
+pub struct Delivery {
+    key: DedupeKey,
+    event_type: Option<String>,
+    correlation_id: Option<String>,
+    signed_at: Option<OffsetDateTime>,
+    received_at: OffsetDateTime,
+    attempt: u32,
+    body: Bytes,
+    headers: KeptHeaders,
+}
+
+/// The parts of a [`Delivery`], for stores that rebuild one from a row.
+#[derive(Debug, Clone)]
+pub struct DeliveryParts {
+    /// The dedupe key.
+    pub key: DedupeKey,
+    /// The provider's event type.
+    pub event_type: Option<String>,
+    /// The id shared by deliveries of one change.
+    pub correlation_id: Option<String>,
+    /// The timestamp the provider signed.
+    pub signed_at: Option<OffsetDateTime>,
+    /// When hookbox received it.
+    pub received_at: OffsetDateTime,
+    /// Which attempt this is, from 1.
+    pub attempt: u32,
+    /// The raw body.
+    pub body: Bytes,
+    /// The headers it was verified with.
+    pub headers: KeptHeaders,
+}
+
+impl From<DeliveryParts> for Delivery {
+    fn from(parts: DeliveryParts) -> Self {
+        Self {
+            key: parts.key,
+            event_type: parts.event_type,
+            correlation_id: parts.correlation_id,
+            signed_at: parts.signed_at,
+            received_at: parts.received_at,
+            attempt: parts.attempt,
+            body: parts.body,
+            headers: parts.headers,
+        }
+    }
+}
+
+impl Delivery {
+    /// The view of a delivery verified just now, on its first attempt (inline mode).
+    pub fn received_now(delivery: VerifiedDelivery, now: OffsetDateTime) -> Self {
+        Self {
+            key: delivery.key,
+            event_type: delivery.event_type,
+            correlation_id: delivery.correlation_id,
+            signed_at: delivery.signed_at,
+            received_at: now,
+            attempt: 1,
+            body: delivery.body,
+            headers: delivery.headers,
+        }
+    }
+
+    /// Returns the provider's name.
+    pub fn provider(&self) -> &str {
+        self.key.provider()
+    }
+
+    /// Returns the key the delivery was deduplicated on.
+    pub fn dedupe_key(&self) -> &DedupeKey {
+        &self.key
+    }
+
+    /// Returns the provider's stable delivery id (the last part of the dedupe key).
+    pub fn delivery_id(&self) -> &str {
+        self.key.delivery_id()
+    }
+
+    /// Returns the provider's event type, where verification read one.
+    pub fn event_type(&self) -> Option<&str> {
+        self.event_type.as_deref()
+    }
+
+    /// Returns the id shared by deliveries of one change, where the provider has one.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.correlation_id.as_deref()
+    }
+
+    /// Returns when the event occurred as far as hookbox knows: the timestamp the
+    /// provider signed, or else when hookbox received it. Not an ordering signal: use
+    /// a version from the payload and [`VersionGuard`](crate::VersionGuard).
+    pub fn occurred_at(&self) -> OffsetDateTime {
+        self.signed_at.unwrap_or(self.received_at)
+    }
+
+    /// Returns the timestamp the provider signed, for providers that sign one.
+    pub fn signed_at(&self) -> Option<OffsetDateTime> {
+        self.signed_at
+    }
+
+    /// Returns when hookbox received the delivery.
+    pub fn received_at(&self) -> OffsetDateTime {
+        self.received_at
+    }
+
+    /// Returns which attempt this is: 1 inline and on a worker's first try, one more
+    /// after each failure.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Returns the headers it was verified with.
+    pub fn headers(&self) -> &KeptHeaders {
+        &self.headers
+    }
+
+    /// Returns the raw body exactly as it was signed.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// Deserializes the body into your own type.
+    ///
+    /// # Errors
+    /// The body does not match `T`; the delivery is still verified.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.body)
+    }
+}
+
+impl fmt::Debug for Delivery {
+    // the body may hold personal data; print its length, not its bytes
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery")
+            .field("key", &self.key)
+            .field("event_type", &self.event_type)
+            .field("correlation_id", &self.correlation_id)
+            .field("signed_at", &self.signed_at)
+            .field("received_at", &self.received_at)
+            .field("attempt", &self.attempt)
+            .field("body_len", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}

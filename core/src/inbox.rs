@@ -4,14 +4,23 @@
 //! insert into an inbox table whose UNIQUE key is the dedupe key, answer 2xx, and let a
 //! worker apply the side effect, marking the row processed in the same transaction.
 
-use std::fmt::Display;
+use std::error::Error as StdError;
+use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
 use time::OffsetDateTime;
 
-use crate::store::{BoxFuture, StoreError};
-use crate::{DedupeKey, KeptHeaders, VerifiedDelivery};
+use crate::handler::{Handler, HandlerError};
+use crate::store::{BoxFuture, IdempotencyStore, Purged, Store, StoreError};
+use crate::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
+
+/// A handler with its type erased, as a store receives it
+/// ([`Inbox::work_one_erased`]).
+pub type ErasedHandler<'a, C> = dyn for<'c> Fn(&'c mut C, &'c Delivery) -> BoxFuture<'c, Result<(), HandlerError>>
+    + Send
+    + Sync
+    + 'a;
 
 /// What [`Inbox::receive`] did. Both mean the delivery is durably stored: answer 2xx.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +28,7 @@ pub enum Received {
     /// Inserted now.
     Stored,
     /// Inserted before (a retry or a concurrent copy); nothing changed.
-    AlreadyStored,
+    Duplicate,
 }
 
 /// A delivery as the inbox keeps it: the raw bytes and the headers to verify them
@@ -32,6 +41,10 @@ pub struct StoredDelivery {
     pub key: DedupeKey,
     /// The provider's event type, where verification read one.
     pub event_type: Option<String>,
+    /// The id shared by deliveries of one change, where the provider has one.
+    pub correlation_id: Option<String>,
+    /// The timestamp the provider signed, for providers that sign one.
+    pub signed_at: Option<OffsetDateTime>,
     /// The raw body exactly as it was signed.
     pub body: Bytes,
     /// The headers it was verified with.
@@ -51,6 +64,21 @@ pub struct StoredDelivery {
 }
 
 impl StoredDelivery {
+    /// Returns the view a handler receives: the same [`Delivery`] an inline handler
+    /// gets, with [`Delivery::attempt`] counting this row's tries.
+    pub fn delivery(&self) -> Delivery {
+        Delivery::from(DeliveryParts {
+            key: self.key.clone(),
+            event_type: self.event_type.clone(),
+            correlation_id: self.correlation_id.clone(),
+            signed_at: self.signed_at,
+            received_at: self.received_at,
+            attempt: self.attempts.saturating_add(1),
+            body: self.body.clone(),
+            headers: self.headers.clone(),
+        })
+    }
+
     /// Deserializes the body into your own type.
     ///
     /// # Errors
@@ -168,12 +196,7 @@ impl RetryPolicy {
 ///   `processed_at`, or neither. A worker killed mid-transaction leaves the row
 ///   unprocessed for another worker.
 /// - A dead letter is never retried and never blocks the rows behind it.
-pub trait Inbox: Send + Sync {
-    /// The connection the handler runs on, inside the row's transaction.
-    type Conn: Send;
-    /// The store's error.
-    type Error: StoreError;
-
+pub trait Inbox: Store {
     /// Stores a verified delivery: one insert, durable before it returns.
     ///
     /// # Errors
@@ -185,19 +208,33 @@ pub trait Inbox: Send + Sync {
 
     /// Takes one due row and runs `handler` on it in one transaction.
     ///
-    /// A handler error rolls its writes back, increments `attempts`, stores the error
-    /// text in `last_error` and schedules the next attempt by the retry policy, or makes
-    /// the row a dead letter at the attempt limit.
+    /// `handler` is an async closure or `async fn`, `async |conn, delivery| { …;
+    /// Ok(()) }` (see [`Handler`]). A handler error rolls its writes back, increments
+    /// `attempts`, stores the error text (with its causes) in `last_error` and
+    /// schedules the next attempt by the retry policy, or makes the row a dead letter
+    /// at the attempt limit.
     ///
     /// # Errors
     /// The database failed; the row stays unprocessed.
-    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, Self::Error>>
+    fn work_one<'a, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, Self::Error>>
     where
-        H: for<'c> Fn(&'c mut Self::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'a,
-        E: Display + Send + 'a;
+        H: Handler<Self::Conn> + 'static,
+    {
+        Box::pin(async move {
+            let erased: &ErasedHandler<'_, Self::Conn> =
+                &|conn, delivery| Box::pin(handler.handle(conn, delivery));
+            self.work_one_erased(erased).await
+        })
+    }
+
+    /// [`Inbox::work_one`] with the handler's type erased: what a store implements.
+    ///
+    /// # Errors
+    /// As [`Inbox::work_one`].
+    fn work_one_erased<'a>(
+        &'a self,
+        handler: &'a ErasedHandler<'a, Self::Conn>,
+    ) -> BoxFuture<'a, Result<Worked, Self::Error>>;
 
     /// Returns one row by id.
     ///
@@ -205,11 +242,23 @@ pub trait Inbox: Send + Sync {
     /// The database failed.
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>>;
 
+    /// Returns up to `limit` rows that match `filter`, in the filter's order.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>>;
+
     /// Returns up to `limit` dead letters, oldest first.
     ///
     /// # Errors
     /// The database failed.
-    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>>;
+    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>> {
+        self.list(InboxFilter::Dead, limit)
+    }
 
     /// Makes one dead letter due again with its attempts reset; `false` when `id` is
     /// not a dead letter.
@@ -229,6 +278,169 @@ pub trait Inbox: Send + Sync {
     /// # Errors
     /// The database failed.
     fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Self::Error>>;
+}
+
+// `Arc<S>` and `&S` are the inbox itself.
+macro_rules! forward_inbox {
+    ($($ty:ty),*) => {$(
+        impl<S: Inbox> Inbox for $ty {
+            fn receive<'a>(
+                &'a self,
+                delivery: &'a VerifiedDelivery,
+            ) -> BoxFuture<'a, Result<Received, Self::Error>> {
+                (**self).receive(delivery)
+            }
+
+            fn work_one_erased<'a>(
+                &'a self,
+                handler: &'a ErasedHandler<'a, Self::Conn>,
+            ) -> BoxFuture<'a, Result<Worked, Self::Error>> {
+                (**self).work_one_erased(handler)
+            }
+
+            fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>> {
+                (**self).get(id)
+            }
+
+            fn list(
+                &self,
+                filter: InboxFilter,
+                limit: u32,
+            ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>> {
+                (**self).list(filter, limit)
+            }
+
+            fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Self::Error>> {
+                (**self).replay(id)
+            }
+
+            fn replay_all(&self) -> BoxFuture<'_, Result<u64, Self::Error>> {
+                (**self).replay_all()
+            }
+
+            fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Self::Error>> {
+                (**self).stats()
+            }
+        }
+    )*};
+}
+
+forward_inbox!(std::sync::Arc<S>, &S);
+
+/// Any store's error, boxed: what [`InboxAdmin`] returns, so one `&dyn InboxAdmin`
+/// serves every backend.
+pub struct AnyStoreError(Box<dyn StoreError>);
+
+impl AnyStoreError {
+    /// Boxes a store's error.
+    pub fn new(error: impl StoreError) -> Self {
+        Self(Box::new(error))
+    }
+
+    /// Returns the store's own error, to downcast.
+    pub fn inner(&self) -> &(dyn StoreError + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for AnyStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for AnyStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl StdError for AnyStoreError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0.source()
+    }
+}
+
+impl StoreError for AnyStoreError {
+    fn is_transient(&self) -> bool {
+        self.0.is_transient()
+    }
+}
+
+/// An operator's view of an inbox (list, show, replay, dead letters, purge, stats),
+/// usable as `&dyn InboxAdmin` so a command-line tool or an admin page needs no enum
+/// over backends. Implemented for every store that is an [`Inbox`] and an
+/// [`IdempotencyStore`].
+pub trait InboxAdmin: Send + Sync {
+    /// Returns the backlog, processed and dead-letter counts.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>>;
+
+    /// Returns up to `limit` rows that match `filter`.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>>;
+
+    /// Returns one row by id.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>>;
+
+    /// Makes one dead letter due again; `false` when `id` is not a dead letter.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>>;
+
+    /// Makes every dead letter due again; returns how many.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
+
+    /// Deletes what the retention policy lets go (see [`IdempotencyStore::purge`]).
+    ///
+    /// # Errors
+    /// The database failed.
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>>;
+}
+
+impl<S: Inbox + IdempotencyStore> InboxAdmin for S {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>> {
+        Box::pin(async move { Inbox::stats(self).await.map_err(AnyStoreError::new) })
+    }
+
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
+        Box::pin(async move { Inbox::list(self, filter, limit).await.map_err(AnyStoreError::new) })
+    }
+
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
+        Box::pin(async move { Inbox::get(self, id).await.map_err(AnyStoreError::new) })
+    }
+
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>> {
+        Box::pin(async move { Inbox::replay(self, id).await.map_err(AnyStoreError::new) })
+    }
+
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        Box::pin(async move { Inbox::replay_all(self).await.map_err(AnyStoreError::new) })
+    }
+
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
+        Box::pin(async move { IdempotencyStore::purge(self, now).await.map_err(AnyStoreError::new) })
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,14 @@
 //!    side effect (the store crates: `hookbox-sqlite`, `hookbox-diesel-pg`);
 //! 3. keys are kept at least as long as the provider can resend ([`Retention`]).
 //!
-//! This crate holds the shared types; pick a provider crate (`hookbox-stripe`,
+//! Your code reaches hookbox in one shape everywhere: an async closure that gets the
+//! store's connection inside the claim's transaction ([`SideEffect`] for
+//! `process_once`, [`Handler`] for an inline endpoint or the inbox worker, both
+//! seeing the same [`Delivery`]).
+//!
+//! This crate holds the shared types and builds without an async runtime; the
+//! `worker` feature adds `run_worker` (on tokio), which the store crates enable.
+//! Pick a provider crate (`hookbox-stripe`,
 //! `hookbox-shopify`, `hookbox-github`, `hookbox-svix`, `hookbox-standard`) to verify.
 //!
 //! # Examples
@@ -37,6 +44,7 @@
 mod clock;
 mod delivery;
 mod error;
+mod handler;
 mod inbox;
 mod provider;
 mod retention;
@@ -46,20 +54,28 @@ mod store;
 pub mod support;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "worker")]
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use delivery::{DedupeKey, KeptHeaders, VerifiedDelivery};
+pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
-pub use inbox::{Inbox, InboxFilter, InboxStats, Received, RetryPolicy, StoredDelivery, Worked};
+pub use handler::{
+    Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
+};
+pub use inbox::{
+    AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received, RetryPolicy,
+    StoredDelivery, Worked,
+};
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
-    Advance, BoxFuture, Claim, IdempotencyStore, ProcessError, ProcessResult, Processed, Purged,
-    ScopedBoxFuture, StoreError, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError, ProcessResult, Processed, Purged,
+    Store, StoreError, TimestampAdvance, VersionGuard,
 };
+#[cfg(feature = "worker")]
 pub use worker::{WorkerReport, run_worker};
 
 // re-exported so provider crates and users build headers and bodies with one version

@@ -11,23 +11,31 @@
 //!   key was new, and commit both or neither.
 
 use std::error::Error as StdError;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-use crate::DedupeKey;
+use crate::handler::{HandlerError, SideEffect};
+use crate::{DedupeKey, RetentionPolicy};
 
 /// A boxed, `Send` future: the shape every store method returns, so that code generic
 /// over a store can call it (an `impl Future` in these positions trips rustc issue
 /// #100013, "`Send` not provable", in generic callers).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The future a side effect returns: it may borrow the connection (`'c`) and anything
-/// the caller lends for `'a` (the delivery, a store), which a plain `BoxFuture<'c, _>`
-/// under `for<'c>` cannot express. Write `Box::pin(async move { … })`; it coerces.
-pub use scoped_futures::ScopedBoxFuture;
+/// A side effect with its types erased, as a store receives it
+/// ([`IdempotencyStore::process_once_erased`]). The second argument is a scope
+/// marker: `&'c &'a ()` proves that whatever the side effect borrows for `'a`
+/// outlives the connection borrow `'c`.
+pub type ErasedSideEffect<'a, C> = Box<
+    dyn for<'c> FnOnce(&'c mut C, &'c &'a ()) -> BoxFuture<'c, Result<(), HandlerError>>
+        + Send
+        + 'a,
+>;
 
 /// The result of [`IdempotencyStore::process_once`].
-pub type ProcessResult<T, S, E> = Result<Processed<T>, ProcessError<S, E>>;
+pub type ProcessResult<T, S> = Result<Processed<T>, ProcessError<S>>;
 
 /// What claiming a key found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,24 +64,40 @@ impl<T> Processed<T> {
 
 /// Why [`IdempotencyStore::process_once`] failed. In every case nothing was
 /// committed: the key is free again, so the sender's retry runs the side effect.
-#[derive(Debug, thiserror::Error)]
-pub enum ProcessError<S, E> {
+#[derive(Debug)]
+pub enum ProcessError<S> {
     /// The store failed (connection lost, lock timeout); see
     /// [`StoreError::is_transient`].
-    #[error("the store failed; nothing was committed")]
-    Store(#[source] S),
+    Store(S),
     /// The side effect returned an error; its writes and the claim were rolled back.
-    #[error("the side effect failed; its writes and the claim were rolled back")]
-    SideEffect(#[source] E),
+    SideEffect(HandlerError),
 }
 
-impl<S: StoreError, E> ProcessError<S, E> {
+impl<S: StoreError> ProcessError<S> {
     /// Returns `true` when retrying later may succeed, so an HTTP edge answers 5xx and
     /// lets the sender retry. A side-effect error is the caller's to classify.
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Store(err) => err.is_transient(),
             Self::SideEffect(_) => false,
+        }
+    }
+}
+
+impl<S: StoreError> fmt::Display for ProcessError<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Store(_) => "the store failed; nothing was committed",
+            Self::SideEffect(_) => "the side effect failed; its writes and the claim were rolled back",
+        })
+    }
+}
+
+impl<S: StoreError> StdError for ProcessError<S> {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Self::Store(err) => Some(err),
+            Self::SideEffect(err) => Some(err.as_error()),
         }
     }
 }
@@ -86,12 +110,28 @@ pub trait StoreError: StdError + Send + Sync + 'static {
     fn is_transient(&self) -> bool;
 }
 
+/// What every store declares once: the connection user code runs on and the error.
+///
+/// [`IdempotencyStore`], [`Inbox`](crate::Inbox) and [`VersionGuard`] build on it, so
+/// a store names its connection and error in one place. `Arc<S>` and `&S` are stores
+/// too.
+pub trait Store: Send + Sync {
+    /// The connection side effects and handlers run on, inside the store's
+    /// transaction.
+    type Conn: Send;
+    /// The store's error.
+    type Error: StoreError;
+
+    /// Returns how long the store keeps dedupe keys and processed rows; a cache in
+    /// front of the store reads its TTL ceiling from here.
+    fn retention(&self) -> &RetentionPolicy;
+}
+
 /// Claims dedupe keys in the same transaction as the caller's side effect.
 ///
 /// A store wraps a database whose UNIQUE constraint on `(scope, provider, delivery
 /// id)` decides which copy of a delivery wins; a cache can wrap a store and implement
-/// this trait again (the Redis cache does), since every method is object-free and
-/// generic only over the side effect.
+/// this trait again (the Redis cache does).
 ///
 /// # Guarantees
 /// - A key claimed in a transaction that rolls back is free again.
@@ -100,12 +140,7 @@ pub trait StoreError: StdError + Send + Sync + 'static {
 ///   first rolled back, [`Claim::New`]).
 /// - The store awaits no outside I/O while its transaction is open; the side effect
 ///   must not either.
-pub trait IdempotencyStore: Send + Sync {
-    /// The connection the side effect runs on, inside the claim's transaction.
-    type Conn: Send;
-    /// The store's error.
-    type Error: StoreError;
-
+pub trait IdempotencyStore: Store {
     /// Claims `key` on `conn`, inside a transaction the caller has already begun and
     /// will commit or roll back.
     ///
@@ -120,22 +155,58 @@ pub trait IdempotencyStore: Send + Sync {
     /// Begins a transaction, claims `key`, runs `side_effect` on the same connection
     /// only if the key was new, and commits both or neither.
     ///
+    /// The side effect is an async closure, `async |conn| { …; Ok(value) }` (see
+    /// [`SideEffect`]); it may borrow the delivery and anything else around it.
+    ///
     /// # Errors
     /// [`ProcessError::SideEffect`] when the side effect failed (everything rolled
     /// back, the key is free), [`ProcessError::Store`] when the database did.
-    fn process_once<'a, T, E, F>(
+    fn process_once<'a, T, F>(
         &'a self,
         key: &'a DedupeKey,
         side_effect: F,
-    ) -> BoxFuture<'a, ProcessResult<T, Self::Error, E>>
+    ) -> BoxFuture<'a, ProcessResult<T, Self::Error>>
     where
-        F: for<'c> FnOnce(&'c mut Self::Conn) -> ScopedBoxFuture<'a, 'c, Result<T, E>> + Send + 'a,
+        F: SideEffect<Self::Conn, T> + 'a,
         T: Send + 'a,
-        E: Send + 'a;
+    {
+        Box::pin(async move {
+            // the value leaves through a slot, so stores see one erased closure type
+            let mut value = None;
+            let slot = &mut value;
+            let erased: ErasedSideEffect<'_, Self::Conn> = Box::new(move |conn, _scope| {
+                Box::pin(async move {
+                    *slot = Some(side_effect(conn).await?);
+                    Ok(())
+                })
+            });
+            match self.process_once_erased(key, erased).await? {
+                Claim::Duplicate => Ok(Processed::Duplicate),
+                Claim::New => value
+                    .map(Processed::Applied)
+                    .ok_or_else(|| ProcessError::SideEffect("the store committed without running the side effect".into())),
+            }
+        })
+    }
+
+    /// [`IdempotencyStore::process_once`] with the side effect's types erased: what a
+    /// store implements. Returns [`Claim::New`] when the side effect ran and
+    /// committed with the key, [`Claim::Duplicate`] when it did not run.
+    ///
+    /// Call it with the scope argument `&&()`; it only ties the side effect's
+    /// lifetime to the borrow it was built from.
+    ///
+    /// # Errors
+    /// As [`IdempotencyStore::process_once`].
+    fn process_once_erased<'a>(
+        &'a self,
+        key: &'a DedupeKey,
+        side_effect: ErasedSideEffect<'a, Self::Conn>,
+    ) -> BoxFuture<'a, Result<Claim, ProcessError<Self::Error>>>;
 
     /// Deletes processed keys and processed inbox rows older than the store's
-    /// [`RetentionPolicy`](crate::RetentionPolicy), in bounded batches. Dead letters
-    /// and unprocessed rows are never purged.
+    /// [`RetentionPolicy`], in bounded batches. Dead letters and unprocessed rows are
+    /// never purged.
     ///
     /// # Errors
     /// The database failed; what was already deleted stays deleted.
@@ -204,3 +275,62 @@ pub trait VersionGuard: IdempotencyStore {
         at: time::OffsetDateTime,
     ) -> BoxFuture<'a, Result<TimestampAdvance, Self::Error>>;
 }
+
+// `Arc<S>` and `&S` are the store itself: one pool, shared.
+macro_rules! forward_store {
+    ($($ty:ty),*) => {$(
+        impl<S: Store + ?Sized> Store for $ty {
+            type Conn = S::Conn;
+            type Error = S::Error;
+            fn retention(&self) -> &RetentionPolicy {
+                (**self).retention()
+            }
+        }
+
+        impl<S: IdempotencyStore> IdempotencyStore for $ty {
+            fn claim<'a>(
+                &'a self,
+                conn: &'a mut Self::Conn,
+                key: &'a DedupeKey,
+            ) -> BoxFuture<'a, Result<Claim, Self::Error>> {
+                (**self).claim(conn, key)
+            }
+
+            fn process_once_erased<'a>(
+                &'a self,
+                key: &'a DedupeKey,
+                side_effect: ErasedSideEffect<'a, Self::Conn>,
+            ) -> BoxFuture<'a, Result<Claim, ProcessError<Self::Error>>> {
+                (**self).process_once_erased(key, side_effect)
+            }
+
+            fn purge(
+                &self,
+                now: time::OffsetDateTime,
+            ) -> BoxFuture<'_, Result<Purged, Self::Error>> {
+                (**self).purge(now)
+            }
+        }
+
+        impl<S: VersionGuard> VersionGuard for $ty {
+            fn advance<'a>(
+                &'a self,
+                conn: &'a mut Self::Conn,
+                object: &'a str,
+                version: i64,
+            ) -> BoxFuture<'a, Result<Advance, Self::Error>> {
+                (**self).advance(conn, object, version)
+            }
+
+            fn advance_at<'a>(
+                &'a self,
+                conn: &'a mut Self::Conn,
+                object: &'a str,
+                at: time::OffsetDateTime,
+            ) -> BoxFuture<'a, Result<TimestampAdvance, Self::Error>> {
+                (**self).advance_at(conn, object, at)
+            }
+        }
+    )*};
+}
+forward_store!(Arc<S>, &S);

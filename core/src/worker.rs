@@ -1,11 +1,11 @@
 //! The worker loop that drains an [`Inbox`].
 
-use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::inbox::{Inbox, StoredDelivery, Worked};
-use crate::store::{BoxFuture, StoreError};
+use crate::handler::Handler;
+use crate::inbox::{Inbox, Worked};
+use crate::store::StoreError;
 
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +22,9 @@ pub struct WorkerReport {
 
 /// Drains `inbox` with `handler` until `shutdown` completes.
 ///
+/// `handler` is the same [`Handler`] an inline endpoint takes:
+/// `async |conn, delivery| { …; Ok(()) }`.
+///
 /// When no row is due it waits `idle` before looking again. A transient store error
 /// (the database restarting) is waited out the same way; any other store error stops
 /// the worker. Shutdown is graceful: the row in progress finishes (commits or rolls
@@ -29,7 +32,7 @@ pub struct WorkerReport {
 ///
 /// # Errors
 /// A store error that is not transient.
-pub async fn run_worker<I, E, H>(
+pub async fn run_worker<I, H>(
     inbox: &I,
     handler: H,
     idle: Duration,
@@ -37,10 +40,7 @@ pub async fn run_worker<I, E, H>(
 ) -> Result<WorkerReport, I::Error>
 where
     I: Inbox,
-    H: for<'c> Fn(&'c mut I::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
-        + Send
-        + Sync,
-    E: Display + Send,
+    H: Handler<I::Conn> + 'static,
 {
     let mut report = WorkerReport::default();
     tokio::pin!(shutdown);
