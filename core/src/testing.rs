@@ -6,18 +6,24 @@
 //! [`conformance_tests!`](crate::conformance_tests). The checks are the seed's
 //! testing checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`]
 //! and [`Inbox`].
+//!
+//! The checks call the store the way user code does: side effects are async
+//! closures, `async |conn| { …; Ok(value) }`, and handlers are async closures or
+//! `async fn`s taking `(&mut Conn, &Delivery)` (see [`credit_handler`]), all
+//! returning [`HandlerError`] on failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use time::OffsetDateTime;
 
 use crate::{
-    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, Inbox, KeptHeaders, ProcessError,
-    Processed, Received, RetentionPolicy, RetryPolicy, ScopedBoxFuture, StoreError, StoredDelivery,
-    TimestampAdvance, VerifiedDelivery, VersionGuard, Worked,
+    Advance, BoxFuture, Claim, DedupeKey, Delivery, Handler, HandlerError, IdempotencyStore, Inbox,
+    KeptHeaders, ProcessError, ProcessResult, Processed, Received, RetentionPolicy, RetryPolicy,
+    SideEffect, StoreError, StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
+    Worked,
 };
 
 /// How the suite wants a store configured for one check.
@@ -60,7 +66,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// The store: all three traits over one connection type.
     type Store: IdempotencyStore<Conn = Self::Conn, Error = Self::Error>
         + VersionGuard
-        + Inbox<Conn = Self::Conn, Error = Self::Error>
+        + Inbox
         + 'static;
 
     /// Builds a fresh, isolated store (its own schema or file) with `config`, with
@@ -120,16 +126,35 @@ pub fn delivery(id: &str, body: &str) -> VerifiedDelivery {
         .with_event_type(Some("credit".to_string()))
 }
 
+/// [`delivery`] with every fact a provider may add: a correlation id and a signed
+/// timestamp (whole seconds, as providers sign them), and a second header.
+pub fn delivery_with_facts(id: &str, body: &str) -> VerifiedDelivery {
+    let original = delivery(id, body);
+    let mut headers = original.headers().clone();
+    headers.push(
+        http::HeaderName::from_static("webhook-timestamp"),
+        http::HeaderValue::from_static("1790000039"),
+    );
+    VerifiedDelivery::new(
+        original.dedupe_key().clone(),
+        original.body().clone(),
+        headers,
+    )
+    .with_event_type(Some("credit.facts".to_string()))
+    .with_correlation_id(Some(format!("obj_{id}:credit.facts")))
+    .with_signed_at(Some(OffsetDateTime::from_unix_timestamp(1_790_000_039).unwrap()))
+}
+
 /// Runs `process_once` with a 100-credit side effect on `account`.
 pub async fn credit_once<H: Harness>(
     h: &H,
     key: &DedupeKey,
     account: &str,
-) -> Result<Processed<()>, ProcessError<H::Error, H::Error>> {
-    let account = account.to_string();
+) -> ProcessResult<(), H::Error> {
     h.store()
-        .process_once(key, move |conn| {
-            Box::pin(async move { H::credit(conn, &account, 100).await })
+        .process_once(key, async |conn| {
+            H::credit(conn, account, 100).await?;
+            Ok(())
         })
         .await
 }
@@ -199,15 +224,15 @@ pub async fn check_concurrent_copies_apply_once<H: Harness>(copies: usize) {
     assert_eq!(h.balance("acct").await.unwrap(), 100);
 }
 
-/// Runs `f` inside a `process_once` transaction under a fresh key and returns its
-/// value, for checks that need a connection inside a transaction.
-async fn in_transaction<'a, H, T, F>(h: &'a H, k: &'a DedupeKey, f: F) -> T
+/// Runs `side_effect` inside a `process_once` transaction under a fresh key and
+/// returns its value, for checks that need a connection inside a transaction.
+async fn in_transaction<'a, H, T, F>(h: &'a H, k: &'a DedupeKey, side_effect: F) -> T
 where
     H: Harness,
     T: Send + 'a,
-    F: for<'c> FnOnce(&'c mut H::Conn) -> ScopedBoxFuture<'a, 'c, Result<T, H::Error>> + Send + 'a,
+    F: SideEffect<H::Conn, T> + 'a,
 {
-    match h.store().process_once(k, f).await {
+    match h.store().process_once(k, side_effect).await {
         Ok(Processed::Applied(value)) => value,
         Ok(Processed::Duplicate) => panic!("a fresh key was reported as a duplicate"),
         Err(err) => panic!("transaction failed: {err:?}"),
@@ -239,19 +264,17 @@ pub async fn check_claim_inside_callers_transaction<H: Harness>() {
 pub async fn check_failing_side_effect_releases_the_claim<H: Harness>() {
     let h = H::setup(SuiteConfig::default()).await;
     let k = key("evt_fails_once");
-    let result = h
+    let result: ProcessResult<(), _> = h
         .store()
-        .process_once(&k, |conn| {
-            Box::pin(async move {
-                H::credit(conn, "acct", 100)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Err::<(), String>("downstream rejected it".to_string())
-            })
+        .process_once(&k, async |conn| {
+            H::credit(conn, "acct", 100).await?;
+            Err("downstream rejected it".into())
         })
         .await;
     match result {
-        Err(ProcessError::SideEffect(msg)) => assert_eq!(msg, "downstream rejected it"),
+        Err(ProcessError::SideEffect(err)) => {
+            assert_eq!(err.to_string(), "downstream rejected it");
+        }
         other => panic!("expected the side effect's error, got {other:?}"),
     }
     assert_eq!(h.balance("acct").await.unwrap(), 0, "the write rolled back");
@@ -269,12 +292,9 @@ pub async fn check_side_effect_is_invisible_until_commit<H: Harness>() {
     let k = key("evt_invisible");
     let seen_inside = h
         .store()
-        .process_once(&k, |conn| {
-            let h = &h;
-            Box::pin(async move {
-                H::credit(conn, "acct", 100).await?;
-                h.balance("acct").await
-            })
+        .process_once(&k, async |conn| {
+            H::credit(conn, "acct", 100).await?;
+            Ok(h.balance("acct").await?)
         })
         .await
         .unwrap();
@@ -295,14 +315,12 @@ pub async fn check_shuffled_updates_end_on_the_latest_version<H: Harness>() {
         let k = key(&format!("evt_plan_v{version}"));
         let store = h.store();
         let outcome = store
-            .process_once(&k, move |conn| {
-                Box::pin(async move {
-                    let advance = store.advance(conn, "acct/plan", version).await?;
-                    if advance == Advance::Applied {
-                        H::set_plan(conn, "acct", &format!("plan_v{version}")).await?;
-                    }
-                    Ok::<_, H::Error>(advance)
-                })
+            .process_once(&k, async |conn| {
+                let advance = store.advance(conn, "acct/plan", version).await?;
+                if advance == Advance::Applied {
+                    H::set_plan(conn, "acct", &format!("plan_v{version}")).await?;
+                }
+                Ok(advance)
             })
             .await
             .unwrap();
@@ -325,17 +343,15 @@ pub async fn check_timestamp_guard_reports_ties_as_unknown<H: Harness>() {
     let h = H::setup(SuiteConfig::default()).await;
     let t = OffsetDateTime::from_unix_timestamp(1_790_000_039).unwrap();
     let store = h.store();
-    let outcomes = in_transaction(&h, &key("tx-times"), move |conn| {
-        Box::pin(async move {
-            let second = Duration::from_secs(1);
-            Ok(vec![
-                store.advance_at(conn, "acct/plan", t).await?,
-                store.advance_at(conn, "acct/plan", t).await?,
-                store.advance_at(conn, "acct/plan", t - second).await?,
-                store.advance_at(conn, "acct/plan", t + second).await?,
-                store.advance_at(conn, "acct/plan", t).await?,
-            ])
-        })
+    let outcomes = in_transaction(&h, &key("tx-times"), async |conn| {
+        let second = Duration::from_secs(1);
+        Ok(vec![
+            store.advance_at(conn, "acct/plan", t).await?,
+            store.advance_at(conn, "acct/plan", t).await?,
+            store.advance_at(conn, "acct/plan", t - second).await?,
+            store.advance_at(conn, "acct/plan", t + second).await?,
+            store.advance_at(conn, "acct/plan", t).await?,
+        ])
     })
     .await;
     use TimestampAdvance::{Applied, Stale, Unknown};
@@ -346,16 +362,14 @@ pub async fn check_timestamp_guard_reports_ties_as_unknown<H: Harness>() {
 pub async fn check_version_guard_is_strict_and_per_object<H: Harness>() {
     let h = H::setup(SuiteConfig::default()).await;
     let store = h.store();
-    let outcomes = in_transaction(&h, &key("tx-versions"), move |conn| {
-        Box::pin(async move {
-            Ok(vec![
-                store.advance(conn, "a", 2).await?,
-                store.advance(conn, "a", 2).await?,
-                store.advance(conn, "a", 1).await?,
-                store.advance(conn, "b", 1).await?,
-                store.advance(conn, "a", 3).await?,
-            ])
-        })
+    let outcomes = in_transaction(&h, &key("tx-versions"), async |conn| {
+        Ok(vec![
+            store.advance(conn, "a", 2).await?,
+            store.advance(conn, "a", 2).await?,
+            store.advance(conn, "a", 1).await?,
+            store.advance(conn, "b", 1).await?,
+            store.advance(conn, "a", 3).await?,
+        ])
     })
     .await;
     use Advance::{Applied, Stale};
@@ -366,20 +380,15 @@ pub async fn check_version_guard_is_strict_and_per_object<H: Harness>() {
 pub async fn check_version_rolls_back_with_the_transaction<H: Harness>() {
     let h = H::setup(SuiteConfig::default()).await;
     let store = h.store();
-    let result = store
-        .process_once(&key("evt_rolled_back"), move |conn| {
-            Box::pin(async move {
-                store
-                    .advance(conn, "obj", 5)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Err::<(), String>("abort".to_string())
-            })
+    let result: ProcessResult<(), _> = store
+        .process_once(&key("evt_rolled_back"), async |conn| {
+            store.advance(conn, "obj", 5).await?;
+            Err("abort".into())
         })
         .await;
     assert!(matches!(result, Err(ProcessError::SideEffect(_))));
-    let again = in_transaction(&h, &key("tx-after"), move |conn| {
-        Box::pin(async move { store.advance(conn, "obj", 5).await })
+    let again = in_transaction(&h, &key("tx-after"), async |conn| {
+        Ok(store.advance(conn, "obj", 5).await?)
     })
     .await;
     assert_eq!(again, Advance::Applied);
@@ -403,10 +412,7 @@ pub async fn check_day_old_replay_is_still_caught<H: Harness>() {
         credit_once(&h, &k, "acct").await.unwrap(),
         Processed::Duplicate
     );
-    assert_eq!(
-        h.store().receive(&d).await.unwrap(),
-        Received::AlreadyStored
-    );
+    assert_eq!(h.store().receive(&d).await.unwrap(), Received::Duplicate);
     assert_eq!(drain(&h, &credit_handler::<H>).await, 0);
     assert_eq!(h.balance("acct").await.unwrap(), 200);
 }
@@ -467,51 +473,36 @@ pub async fn check_purge_keeps_keys_for_the_provider_minimum<H: Harness>() {
 
 /// The handler the inbox checks use: credits 100 to the account named in the body,
 /// or fails when the body says `poison`.
-pub fn credit_handler<'c, H: Harness>(
-    conn: &'c mut H::Conn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), String>> {
-    Box::pin(async move {
-        let body = String::from_utf8_lossy(&row.body).into_owned();
-        if body.contains("poison") {
-            return Err(format!("cannot handle {}: poison", row.key.delivery_id()));
-        }
-        let account = if body.contains("acct_b") {
-            "acct_b"
-        } else {
-            "acct"
-        };
-        H::credit(conn, account, 100)
-            .await
-            .map_err(|e| e.to_string())
-    })
+///
+/// # Errors
+/// The body says `poison`, or the credit failed.
+pub async fn credit_handler<H: Harness>(
+    conn: &mut H::Conn,
+    delivery: &Delivery,
+) -> Result<(), HandlerError> {
+    let body = String::from_utf8_lossy(delivery.body()).into_owned();
+    if body.contains("poison") {
+        return Err(format!("cannot handle {}: poison", delivery.delivery_id()).into());
+    }
+    let account = if body.contains("acct_b") {
+        "acct_b"
+    } else {
+        "acct"
+    };
+    H::credit(conn, account, 100).await?;
+    Ok(())
 }
 
-/// A handler as a trait object, for [`drain`].
-pub type DynHandler<H> = dyn for<'c> Fn(
-        &'c mut <H as Harness>::Conn,
-        &'c StoredDelivery,
-    ) -> BoxFuture<'c, Result<(), String>>
-    + Send
-    + Sync;
-
-/// Pins a handler closure to the higher-ranked signature `work_one` wants (closure
-/// lifetimes are not inferred as higher-ranked on their own).
-pub fn handler<H, F>(f: F) -> F
+/// Runs `work_one` with `handler` until the inbox is idle; returns how many rows
+/// were processed.
+pub async fn drain<H, F>(h: &H, handler: &F) -> u64
 where
     H: Harness,
-    F: for<'c> Fn(&'c mut H::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), String>>
-        + Send
-        + Sync,
+    F: Handler<H::Conn> + 'static,
 {
-    f
-}
-
-/// Runs `work_one` until the inbox is idle; returns how many rows were processed.
-pub async fn drain<H: Harness>(h: &H, handler: &DynHandler<H>) -> u64 {
     let mut processed = 0;
     for _ in 0..10_000 {
-        match h.store().work_one(&handler).await.unwrap() {
+        match h.store().work_one(handler).await.unwrap() {
             Worked::Idle => return processed,
             Worked::Processed { .. } => processed += 1,
             Worked::Failed { .. } => {}
@@ -556,16 +547,13 @@ pub async fn check_inbox_keeps_raw_bytes_and_headers<H: Harness>() {
     let stats = h.store().stats().await.unwrap();
     assert_eq!(stats.pending, 1);
     assert!(stats.oldest_pending.is_some());
-    let check_body = handler::<H, _>(|_, row| {
-        let ok = row.body.as_ref() == [0xff, 0x00, b'{', 0x80, b'}', b'\n'];
-        Box::pin(async move {
-            if ok {
-                Ok(())
-            } else {
-                Err("body changed".to_string())
-            }
-        })
-    });
+    let check_body = async |_: &mut H::Conn, delivery: &Delivery| -> Result<(), HandlerError> {
+        if delivery.body().as_ref() == [0xff, 0x00, b'{', 0x80, b'}', b'\n'] {
+            Ok(())
+        } else {
+            Err("body changed".into())
+        }
+    };
     assert_eq!(drain(&h, &check_body).await, 1);
     let row = find_by_key(&h, "evt_bytes").await;
     assert_eq!(row.body.as_ref(), body.as_slice());
@@ -584,6 +572,164 @@ async fn find_by_key<H: Harness>(h: &H, id: &str) -> StoredDelivery {
         }
     }
     panic!("no inbox row for {id}");
+}
+
+/// The inbox keeps a delivery's correlation id and signed timestamp, reads them
+/// back into the row and into the [`Delivery`] a handler gets, and keeps `None` as
+/// `None` for providers that send neither.
+pub async fn check_inbox_keeps_correlation_id_and_signed_at<H: Harness>() {
+    let h = H::setup(SuiteConfig::default()).await;
+    let with = delivery_with_facts("evt_facts", "{}");
+    let without = delivery("evt_no_facts", "{}");
+    assert_eq!(h.store().receive(&with).await.unwrap(), Received::Stored);
+    assert_eq!(h.store().receive(&without).await.unwrap(), Received::Stored);
+
+    let row = find_by_key(&h, "evt_facts").await;
+    assert_eq!(row.correlation_id.as_deref(), with.correlation_id());
+    assert_eq!(row.correlation_id.as_deref(), Some("obj_evt_facts:credit.facts"));
+    assert_eq!(row.signed_at, with.signed_at());
+    assert_eq!(
+        row.signed_at,
+        Some(OffsetDateTime::from_unix_timestamp(1_790_000_039).unwrap())
+    );
+    assert_eq!(row.event_type.as_deref(), Some("credit.facts"));
+    let view = row.delivery();
+    assert_eq!(view.correlation_id(), with.correlation_id());
+    assert_eq!(view.signed_at(), with.signed_at());
+    assert_eq!(Some(view.occurred_at()), with.signed_at(), "the signed time");
+
+    let bare = find_by_key(&h, "evt_no_facts").await;
+    assert_eq!(bare.correlation_id, None);
+    assert_eq!(bare.signed_at, None);
+    assert_eq!(
+        bare.delivery().occurred_at(),
+        bare.received_at,
+        "no signed time: when it was received"
+    );
+
+    // and the worker's handler sees them too
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = {
+        let seen = Arc::clone(&seen);
+        async move |_: &mut H::Conn, delivery: &Delivery| -> Result<(), HandlerError> {
+            seen.lock().unwrap().push((
+                delivery.delivery_id().to_string(),
+                delivery.correlation_id().map(str::to_string),
+                delivery.signed_at(),
+            ));
+            Ok(())
+        }
+    };
+    assert_eq!(drain(&h, &record).await, 2);
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "evt_facts".to_string(),
+                with.correlation_id().map(str::to_string),
+                with.signed_at()
+            ),
+            ("evt_no_facts".to_string(), None, None),
+        ]
+    );
+}
+
+/// What a handler can read from a [`Delivery`] that does not depend on when or how
+/// often it ran: what both modes must agree on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryFacts {
+    pub provider: String,
+    pub dedupe_key: DedupeKey,
+    pub delivery_id: String,
+    pub event_type: Option<String>,
+    pub correlation_id: Option<String>,
+    pub signed_at: Option<OffsetDateTime>,
+    pub occurred_at: OffsetDateTime,
+    pub attempt: u32,
+    pub body: Bytes,
+    pub headers: KeptHeaders,
+}
+
+impl DeliveryFacts {
+    /// Reads the facts off `delivery`.
+    pub fn of(delivery: &Delivery) -> Self {
+        Self {
+            provider: delivery.provider().to_string(),
+            dedupe_key: delivery.dedupe_key().clone(),
+            delivery_id: delivery.delivery_id().to_string(),
+            event_type: delivery.event_type().map(str::to_string),
+            correlation_id: delivery.correlation_id().map(str::to_string),
+            signed_at: delivery.signed_at(),
+            occurred_at: delivery.occurred_at(),
+            attempt: delivery.attempt(),
+            body: delivery.body().clone(),
+            headers: delivery.headers().clone(),
+        }
+    }
+}
+
+/// One handler serves both modes: the same handler value runs inline, wrapped in
+/// `process_once` with [`Delivery::received_now`], and from the inbox through
+/// `work_one`; it sees the same [`Delivery`] facts either way, and its writes
+/// commit with the claim in one mode and with `processed_at` in the other.
+pub async fn check_one_handler_serves_both_modes<H: Harness>() {
+    let h = H::setup(SuiteConfig::default()).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // an ordinary handler: reads the delivery, writes on the transaction's connection
+    let handler = {
+        let seen = Arc::clone(&seen);
+        async move |conn: &mut H::Conn, delivery: &Delivery| -> Result<(), HandlerError> {
+            seen.lock().unwrap().push(DeliveryFacts::of(delivery));
+            H::credit(conn, "acct", 100).await?;
+            Ok(())
+        }
+    };
+    let verified = delivery_with_facts("evt_both_modes", r#"{"account":"acct"}"#);
+
+    // inline: verified just now, handled inside the claim's transaction
+    let key = verified.dedupe_key().clone();
+    let inline = Delivery::received_now(verified.clone(), OffsetDateTime::now_utc());
+    let outcome = h
+        .store()
+        .process_once(&key, async |conn| handler.handle(conn, &inline).await)
+        .await
+        .unwrap();
+    assert_eq!(outcome, Processed::Applied(()));
+    // a redelivery inline is a duplicate: the handler does not run again
+    let again = h
+        .store()
+        .process_once(&key, async |conn| handler.handle(conn, &inline).await)
+        .await
+        .unwrap();
+    assert_eq!(again, Processed::Duplicate);
+    assert_eq!(h.balance("acct").await.unwrap(), 100);
+
+    // from the inbox: the same delivery stored, then worked by the same handler
+    assert_eq!(h.store().receive(&verified).await.unwrap(), Received::Stored);
+    assert_eq!(drain(&h, &handler).await, 1);
+    assert_eq!(h.balance("acct").await.unwrap(), 200);
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "once inline, once from the inbox");
+    let (inline_facts, worker_facts) = (&seen[0], &seen[1]);
+    assert_eq!(inline_facts, worker_facts, "one view in both modes");
+    assert_eq!(inline_facts.dedupe_key, *verified.dedupe_key());
+    assert_eq!(inline_facts.provider, verified.provider());
+    assert_eq!(inline_facts.delivery_id, "evt_both_modes");
+    assert_eq!(inline_facts.event_type.as_deref(), verified.event_type());
+    assert_eq!(
+        inline_facts.correlation_id.as_deref(),
+        verified.correlation_id()
+    );
+    assert!(inline_facts.correlation_id.is_some());
+    assert_eq!(inline_facts.signed_at, verified.signed_at());
+    assert!(inline_facts.signed_at.is_some());
+    assert_eq!(Some(inline_facts.occurred_at), verified.signed_at());
+    assert_eq!(inline_facts.body, *verified.body());
+    assert_eq!(inline_facts.headers, *verified.headers());
+    assert_eq!(inline_facts.attempt, 1, "the first attempt in both modes");
 }
 
 /// Checklist 8: a poison event becomes a dead letter after the attempt limit while
@@ -647,13 +793,10 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
     assert_eq!(h.store().dead_letters(10).await.unwrap().len(), 1);
 
     // after the fix: replay, and the fixed handler applies it once
-    let fixed = handler::<H, _>(|conn, _| {
-        Box::pin(async move {
-            H::credit(conn, "acct", 100)
-                .await
-                .map_err(|e| e.to_string())
-        })
-    });
+    let fixed = async |conn: &mut H::Conn, _: &Delivery| -> Result<(), HandlerError> {
+        H::credit(conn, "acct", 100).await?;
+        Ok(())
+    };
     assert!(h.store().replay(letter.id).await.unwrap());
     assert!(
         !h.store().replay(letter.id).await.unwrap(),
@@ -681,13 +824,10 @@ pub async fn check_replay_all<H: Harness>() {
     drain(&h, &credit_handler::<H>).await;
     assert_eq!(h.store().stats().await.unwrap().dead, 3);
     assert_eq!(h.store().replay_all().await.unwrap(), 3);
-    let fixed = handler::<H, _>(|conn, _| {
-        Box::pin(async move {
-            H::credit(conn, "acct", 100)
-                .await
-                .map_err(|e| e.to_string())
-        })
-    });
+    let fixed = async |conn: &mut H::Conn, _: &Delivery| -> Result<(), HandlerError> {
+        H::credit(conn, "acct", 100).await?;
+        Ok(())
+    };
     assert_eq!(drain(&h, &fixed).await, 3);
     assert_eq!(h.balance("acct").await.unwrap(), 300);
 }
@@ -701,15 +841,12 @@ pub async fn check_worker_killed_mid_transaction_applies_once<H: Harness>() {
         .receive(&delivery("evt_killed", "{}"))
         .await
         .unwrap();
-    let stuck = handler::<H, _>(|conn, _| {
-        Box::pin(async move {
-            H::credit(conn, "acct", 100)
-                .await
-                .map_err(|e| e.to_string())?;
-            // the process "dies" here: the future never completes and is dropped
-            std::future::pending::<Result<(), String>>().await
-        })
-    });
+    let stuck = async |conn: &mut H::Conn, _: &Delivery| -> Result<(), HandlerError> {
+        H::credit(conn, "acct", 100).await?;
+        // the process "dies" here: the future never completes and is dropped
+        std::future::pending::<()>().await;
+        Ok(())
+    };
     let killed = tokio::time::timeout(Duration::from_millis(300), h.store().work_one(&stuck)).await;
     assert!(killed.is_err(), "the stuck worker was cut off");
     assert_eq!(h.balance("acct").await.unwrap(), 0, "nothing committed");
@@ -784,10 +921,7 @@ pub async fn check_rotated_copies_are_one_event<H: Harness>(
     assert_eq!(old.dedupe_key(), new.dedupe_key());
     let h = H::setup(SuiteConfig::default()).await;
     assert_eq!(h.store().receive(&old).await.unwrap(), Received::Stored);
-    assert_eq!(
-        h.store().receive(&new).await.unwrap(),
-        Received::AlreadyStored
-    );
+    assert_eq!(h.store().receive(&new).await.unwrap(), Received::Duplicate);
     assert_eq!(drain(&h, &credit_handler::<H>).await, 1);
     assert_eq!(h.balance("acct").await.unwrap(), 100);
 }
@@ -859,6 +993,14 @@ macro_rules! conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn inbox_keeps_raw_bytes_and_headers() {
                 suite::check_inbox_keeps_raw_bytes_and_headers::<$harness>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn inbox_keeps_correlation_id_and_signed_at() {
+                suite::check_inbox_keeps_correlation_id_and_signed_at::<$harness>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn one_handler_serves_both_modes() {
+                suite::check_one_handler_serves_both_modes::<$harness>().await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn poison_event_dead_letters_while_others_flow() {

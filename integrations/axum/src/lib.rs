@@ -23,27 +23,23 @@
 //! use diesel::sql_types::Text;
 //! use diesel_async::RunQueryDsl as _;
 //! use hookbox_axum::Webhook;
-//! use hookbox_core::{BoxFuture, StoredDelivery, run_worker};
+//! use hookbox_core::{Delivery, HandlerError, run_worker};
 //! use hookbox_github::GitHub;
 //! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, diesel, diesel_async};
 //!
 //! /// Applies one delivery, on the inbox row's transaction: this write and the row's
-//! /// `processed_at` commit together, so a crash never applies it twice.
-//! fn apply<'c>(
-//!     conn: &'c mut Conn,
-//!     row: &'c StoredDelivery,
-//! ) -> BoxFuture<'c, Result<(), diesel::result::Error>> {
-//!     Box::pin(async move {
-//!         diesel::sql_query("INSERT INTO pushes (delivery_id, body) VALUES (?, ?)")
-//!             .bind::<Text, _>(row.key.delivery_id())
-//!             .bind::<Text, _>(String::from_utf8_lossy(&row.body).into_owned())
-//!             .execute(conn)
-//!             .await?;
-//!         Ok(())
-//!     })
+//! /// `processed_at` commit together, so a crash never applies it twice. The same
+//! /// function would serve `Webhook::inline`.
+//! async fn apply(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+//!     diesel::sql_query("INSERT INTO pushes (delivery_id, body) VALUES (?, ?)")
+//!         .bind::<Text, _>(delivery.delivery_id())
+//!         .bind::<Text, _>(String::from_utf8_lossy(delivery.body()).into_owned())
+//!         .execute(conn)
+//!         .await?;
+//!     Ok(())
 //! }
 //!
-//! #[tokio::main]
+//! #[tokio::main(flavor = "multi_thread")]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let store = SqliteStore::open("hookbox.db", SqliteOptions::default()).await?;
 //!     store.migrate().await?;

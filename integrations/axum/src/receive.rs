@@ -1,14 +1,11 @@
 //! The receive path without axum types, for any framework: verify, then store or
 //! apply, with one tracing span per delivery.
 
-use std::error::Error as StdError;
-use std::fmt;
-
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::{
-    BoxFuture, Clock, IdempotencyStore, Inbox, ProcessError, Processed, Provider, Received,
-    VerifiedDelivery,
+    Clock, Delivery, Handler, IdempotencyStore, Inbox, ProcessError, Processed, Provider,
+    Received, VerifiedDelivery, error_chain,
 };
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
@@ -63,7 +60,7 @@ pub async fn receive<S: Inbox>(
             let delivery = verify(provider, clock, headers, body)?;
             match store.receive(&delivery).await {
                 Ok(Received::Stored) => Ok(Outcome::Stored),
-                Ok(Received::AlreadyStored) => Ok(Outcome::Duplicate),
+                Ok(Received::Duplicate) => Ok(Outcome::Duplicate),
                 Err(err) => Err(EdgeError::store(err)),
             }
         }
@@ -75,12 +72,14 @@ pub async fn receive<S: Inbox>(
     .await
 }
 
-/// Verifies a delivery and applies `side_effect` exactly once, inline (inline mode).
+/// Verifies a delivery and runs `handler` on it exactly once, inline (inline mode).
 ///
-/// The side effect runs inside the store's claim transaction
-/// ([`IdempotencyStore::process_once`]), on its connection, with the verified
-/// delivery; its writes and the dedupe key commit together or not at all. A copy
-/// whose key is already committed answers [`Outcome::Duplicate`] without running it.
+/// The handler is the same [`Handler`] the inbox worker takes (`async |conn,
+/// delivery| { …; Ok(()) }`). It runs inside the store's claim transaction
+/// ([`IdempotencyStore::process_once`]), on its connection, with the delivery's
+/// [`Delivery`] view; its writes and the dedupe key commit together or not at all. A
+/// copy whose key is already committed answers [`Outcome::Duplicate`] without running
+/// it.
 ///
 /// Prefer the inbox ([`receive`]) for anything slow: the sender waits for the whole
 /// transaction (Shopify gives up after 5 s, GitHub after 10 s), a concurrent copy
@@ -89,37 +88,37 @@ pub async fn receive<S: Inbox>(
 ///
 /// # Errors
 /// [`EdgeError::Verify`] when verification fails (nothing runs);
-/// [`EdgeError::SideEffect`] when the side effect fails and [`EdgeError::Store`] when
+/// [`EdgeError::SideEffect`] when the handler fails and [`EdgeError::Store`] when
 /// the store does; in both cases nothing was committed and the sender's retry runs
-/// the side effect again.
-pub async fn process_inline<S, F, E>(
+/// the handler again.
+pub async fn process_inline<S, H>(
     provider: &dyn Provider,
     store: &S,
     clock: &dyn Clock,
     headers: &HeaderMap,
     body: Bytes,
-    side_effect: F,
+    handler: &H,
 ) -> Result<Outcome, EdgeError>
 where
     S: IdempotencyStore,
-    F: for<'c> FnOnce(&'c mut S::Conn, &'c VerifiedDelivery) -> BoxFuture<'c, Result<(), E>> + Send,
-    E: Into<Box<dyn StdError + Send + Sync>> + Send,
+    H: Handler<S::Conn>,
 {
     let span = delivery_span(provider.name());
     async {
         let result = async {
-            let delivery = verify(provider, clock, headers, body)?;
+            let now = clock.now();
+            let delivery = Delivery::received_now(verify(provider, clock, headers, body)?, now);
             let delivery = &delivery;
             let processed = store
-                .process_once(delivery.dedupe_key(), move |conn| {
-                    Box::pin(async move { side_effect(conn, delivery).await })
+                .process_once(delivery.dedupe_key(), async |conn| {
+                    handler.handle(conn, delivery).await
                 })
                 .await;
             match processed {
                 Ok(Processed::Applied(())) => Ok(Outcome::Applied),
                 Ok(Processed::Duplicate) => Ok(Outcome::Duplicate),
                 Err(ProcessError::Store(err)) => Err(EdgeError::store(err)),
-                Err(ProcessError::SideEffect(err)) => Err(EdgeError::SideEffect(err.into())),
+                Err(ProcessError::SideEffect(err)) => Err(EdgeError::SideEffect(err.into_inner())),
             }
         }
         .await;
@@ -179,27 +178,12 @@ pub(crate) fn report(result: &Result<Outcome, EdgeError>) {
             span.record("status", status.as_u16());
             span.record("error", err.kind());
             if status.is_server_error() {
-                tracing::error!(cause = %Chain(err), "delivery not stored; the sender will retry");
+                tracing::error!(cause = %error_chain(err), "delivery not stored; the sender will retry");
             } else {
                 // the sender-facing explanation: names a header or the likely
                 // mistake, never the secret or the body
                 tracing::warn!(reason = %err, "delivery refused");
             }
         }
-    }
-}
-
-/// Formats an error and its sources as `outer: inner: innermost`.
-struct Chain<'a>(&'a dyn StdError);
-
-impl fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
     }
 }

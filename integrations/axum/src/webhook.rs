@@ -1,6 +1,5 @@
 //! The axum router: one POST route per provider.
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
@@ -11,9 +10,7 @@ use axum::response::{IntoResponse as _, Response};
 use axum::routing::post;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
-use hookbox_core::{
-    BoxFuture, Clock, IdempotencyStore, Inbox, Provider, SystemClock, VerifiedDelivery,
-};
+use hookbox_core::{BoxFuture, Clock, Handler, IdempotencyStore, Inbox, Provider, SystemClock};
 use tracing::Instrument as _;
 
 use crate::receive::{delivery_span, report};
@@ -120,7 +117,8 @@ impl Webhook {
     ///
     /// Run a worker ([`hookbox_core::run_worker`]) on a clone of the same store to
     /// apply the deliveries, with retries and dead letters. This is the recommended
-    /// mode: the sender waits only for one insert.
+    /// mode: the sender waits only for one insert. The worker takes the same handler
+    /// [`Webhook::inline`] does, so switching modes is one line.
     pub fn inbox<S>(provider: impl Provider + 'static, store: S) -> Self
     where
         S: Inbox + 'static,
@@ -136,15 +134,16 @@ impl Webhook {
         )
     }
 
-    /// Builds an endpoint that applies `side_effect` inside the request, exactly once
-    /// per dedupe key, and answers 200 when it committed ([`Outcome::Applied`]) or
-    /// had committed before ([`Outcome::Duplicate`]).
+    /// Builds an endpoint that runs `handler` inside the request, exactly once per
+    /// dedupe key, and answers 200 when it committed ([`Outcome::Applied`]) or had
+    /// committed before ([`Outcome::Duplicate`]).
     ///
-    /// The side effect gets the store's connection, inside the transaction that
-    /// claims the key, and the verified delivery; write with that connection so its
-    /// writes commit with the key. An error rolls everything back and answers 500
-    /// (the sender retries). See [`process_inline`] for why the inbox is preferred
-    /// for anything slow.
+    /// `handler` is the same [`Handler`] the inbox worker takes, `async |conn,
+    /// delivery| { …; Ok(()) }`: it gets the store's connection, inside the
+    /// transaction that claims the key, and the [`Delivery`](hookbox_core::Delivery);
+    /// write with that connection so its writes commit with the key. An error rolls
+    /// everything back and answers 500 (the sender retries). See [`process_inline`]
+    /// for why the inbox is preferred for anything slow.
     ///
     /// # Examples
     /// ```
@@ -155,36 +154,30 @@ impl Webhook {
     /// use hookbox_sqlite::{SqliteStore, diesel, diesel_async};
     ///
     /// fn endpoint(store: SqliteStore) -> Result<axum::Router, Box<dyn std::error::Error>> {
-    ///     let webhook = Webhook::inline(GitHub::new("test-secret")?, store, |conn, delivery| {
-    ///         Box::pin(async move {
-    ///             diesel::sql_query("INSERT INTO pushes (delivery_id) VALUES (?)")
-    ///                 .bind::<Text, _>(delivery.dedupe_key().delivery_id())
-    ///                 .execute(conn)
-    ///                 .await?;
-    ///             Ok::<_, diesel::result::Error>(())
-    ///         })
+    ///     let webhook = Webhook::inline(GitHub::new("test-secret")?, store, async |conn, delivery| {
+    ///         diesel::sql_query("INSERT INTO pushes (delivery_id) VALUES (?)")
+    ///             .bind::<Text, _>(delivery.delivery_id())
+    ///             .execute(conn)
+    ///             .await?;
+    ///         Ok(())
     ///     });
     ///     Ok(webhook.into_router("/webhooks/github"))
     /// }
     /// ```
-    pub fn inline<S, F, E>(provider: impl Provider + 'static, store: S, side_effect: F) -> Self
+    pub fn inline<S, H>(provider: impl Provider + 'static, store: S, handler: H) -> Self
     where
         S: IdempotencyStore + 'static,
-        F: for<'c> Fn(&'c mut S::Conn, &'c VerifiedDelivery) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>> + Send + 'static,
+        H: Handler<S::Conn> + 'static,
     {
         let store = Arc::new(store);
-        let side_effect = Arc::new(side_effect);
+        let handler = Arc::new(handler);
         Self::new(
             provider,
             "inline",
             run(move |provider, clock, headers, body| {
-                let (store, side_effect) = (Arc::clone(&store), Arc::clone(&side_effect));
+                let (store, handler) = (Arc::clone(&store), Arc::clone(&handler));
                 Box::pin(async move {
-                    process_inline(provider, &*store, clock, headers, body, &*side_effect).await
+                    process_inline(provider, &*store, clock, headers, body, &*handler).await
                 })
             }),
         )

@@ -14,7 +14,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// or a misconfiguration that a retry cannot fix.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum PgStoreError {
+pub enum PgError {
     /// A new connection could not be opened (server down or refusing connections,
     /// authentication failed, the setup statements failed).
     #[error("could not open a postgres connection")]
@@ -66,7 +66,7 @@ pub enum PgStoreError {
     },
 }
 
-impl PgStoreError {
+impl PgError {
     /// Wraps a statement error, picking out lock timeouts.
     pub(crate) fn query(err: DieselError) -> Self {
         if is_lock_timeout(&err) {
@@ -87,14 +87,14 @@ impl PgStoreError {
 }
 
 /// Lets a side effect that uses this error type write `?` after a diesel call; a lock
-/// timeout becomes [`PgStoreError::LockTimeout`], anything else [`PgStoreError::Query`].
-impl From<DieselError> for PgStoreError {
+/// timeout becomes [`PgError::LockTimeout`], anything else [`PgError::Query`].
+impl From<DieselError> for PgError {
     fn from(err: DieselError) -> Self {
         Self::query(err)
     }
 }
 
-impl StoreError for PgStoreError {
+impl StoreError for PgError {
     fn is_transient(&self) -> bool {
         match self {
             Self::Connect(err) => connection_error_is_transient(err),
@@ -246,11 +246,11 @@ mod tests {
 
     #[test]
     fn lock_timeout_is_typed_and_transient() {
-        let err = PgStoreError::query(db(
+        let err = PgError::query(db(
             DatabaseErrorKind::Unknown,
             "canceling statement due to lock timeout",
         ));
-        assert!(matches!(err, PgStoreError::LockTimeout(_)));
+        assert!(matches!(err, PgError::LockTimeout(_)));
         assert!(err.is_transient());
     }
 
@@ -272,15 +272,15 @@ mod tests {
                 "the database system is starting up",
             ),
         ] {
-            let err = PgStoreError::query(db(kind, message));
+            let err = PgError::query(db(kind, message));
             assert!(err.is_transient(), "{message}");
         }
         let refused = ConnectionError::CouldntSetupConfiguration(db(
             DatabaseErrorKind::UnableToSendCommand,
             "error connecting to server: Connection refused (os error 111)",
         ));
-        assert!(PgStoreError::Connect(refused).is_transient());
-        assert!(PgStoreError::PoolTimeout.is_transient());
+        assert!(PgError::Connect(refused).is_transient());
+        assert!(PgError::PoolTimeout.is_transient());
     }
 
     #[test]
@@ -304,7 +304,7 @@ mod tests {
             ),
         ] {
             assert!(
-                !PgStoreError::query(db(kind, message)).is_transient(),
+                !PgError::query(db(kind, message)).is_transient(),
                 "{message}"
             );
         }
@@ -312,15 +312,15 @@ mod tests {
             DatabaseErrorKind::Unknown,
             "password authentication failed for user \"app\"",
         ));
-        assert!(!PgStoreError::Connect(auth).is_transient());
-        assert!(!PgStoreError::InvalidSchema { name: "a;b".into() }.is_transient());
+        assert!(!PgError::Connect(auth).is_transient());
+        assert!(!PgError::InvalidSchema { name: "a;b".into() }.is_transient());
     }
 
     #[test]
     fn a_lost_connection_is_not_reused() {
-        let err = PgStoreError::query(db(DatabaseErrorKind::UnableToSendCommand, "closed"));
+        let err = PgError::query(db(DatabaseErrorKind::UnableToSendCommand, "closed"));
         assert!(err.breaks_connection());
-        let err = PgStoreError::query(db(DatabaseErrorKind::Unknown, "deadlock detected"));
+        let err = PgError::query(db(DatabaseErrorKind::Unknown, "deadlock detected"));
         assert!(!err.breaks_connection());
     }
 }

@@ -1,21 +1,19 @@
 //! The inbox and its worker: `FOR UPDATE SKIP LOCKED`, the handler in a savepoint.
 
-use std::fmt::Display;
-
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::{
-    BoxFuture, DedupeKey, Inbox, InboxFilter, InboxStats, KeptHeaders, Received, StoredDelivery,
-    VerifiedDelivery, Worked,
+    BoxFuture, DedupeKey, ErasedHandler, HandlerError, Inbox, InboxFilter, InboxStats, KeptHeaders,
+    Received, StoredDelivery, VerifiedDelivery, Worked, error_chain,
 };
 use time::OffsetDateTime;
 
 use crate::pool::statement_failed;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::TxError;
-use crate::{PgStore, PgStoreError};
+use crate::{PgError, PgStore};
 
 /// One inbox row as stored.
 #[derive(Queryable, Selectable)]
@@ -36,11 +34,13 @@ struct InboxRow {
     last_error: Option<String>,
     next_attempt_at: OffsetDateTime,
     dead_at: Option<OffsetDateTime>,
+    correlation_id: Option<String>,
+    signed_at: Option<OffsetDateTime>,
 }
 
 impl InboxRow {
-    fn into_delivery(self) -> Result<StoredDelivery, PgStoreError> {
-        let corrupt = |source: Box<dyn std::error::Error + Send + Sync>| PgStoreError::Corrupt {
+    fn into_delivery(self) -> Result<StoredDelivery, PgError> {
+        let corrupt = |source: Box<dyn std::error::Error + Send + Sync>| PgError::Corrupt {
             id: self.id,
             source,
         };
@@ -62,6 +62,8 @@ impl InboxRow {
             id: self.id,
             key,
             event_type: self.event_type,
+            correlation_id: self.correlation_id,
+            signed_at: self.signed_at,
             body: Bytes::from(self.body),
             headers,
             received_at: self.received_at,
@@ -107,51 +109,11 @@ enum Outcome {
     Failed { attempts: u32, dead: bool },
 }
 
-impl PgStore {
-    /// Lists up to `limit` inbox rows matching `filter`, for operators (`hookbox inbox
-    /// list`).
-    ///
-    /// # Errors
-    /// The database failed, or a row could not be read back.
-    pub async fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> Result<Vec<StoredDelivery>, PgStoreError> {
-        let query = inbox::table.select(InboxRow::as_select()).into_boxed();
-        let query = match filter {
-            InboxFilter::Pending => query
-                .filter(inbox::processed_at.is_null())
-                .filter(inbox::dead_at.is_null())
-                .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
-            InboxFilter::Processed => query
-                .filter(inbox::processed_at.is_not_null())
-                .order((inbox::processed_at.desc(), inbox::id.desc())),
-            InboxFilter::Dead => query
-                .filter(inbox::dead_at.is_not_null())
-                .order((inbox::dead_at.asc(), inbox::id.asc())),
-            InboxFilter::All => query.order(inbox::id.desc()),
-        };
-        let mut conn = self.connection().await?;
-        conn.arm();
-        let result = query
-            .limit(i64::from(limit))
-            .load(&mut *conn)
-            .await
-            .map_err(PgStoreError::query);
-        conn.settle(result.as_ref().err());
-        result?.into_iter().map(InboxRow::into_delivery).collect()
-    }
-}
-
 impl Inbox for PgStore {
-    type Conn = AsyncPgConnection;
-    type Error = PgStoreError;
-
     fn receive<'a>(
         &'a self,
         delivery: &'a VerifiedDelivery,
-    ) -> BoxFuture<'a, Result<Received, PgStoreError>> {
+    ) -> BoxFuture<'a, Result<Received, PgError>> {
         Box::pin(async move {
             let key = delivery.dedupe_key();
             let mut conn = self.connection().await?;
@@ -164,39 +126,34 @@ impl Inbox for PgStore {
                     inbox::delivery_id.eq(key.delivery_id()),
                     inbox::tenant.eq(key.tenant()),
                     inbox::event_type.eq(delivery.event_type()),
+                    inbox::correlation_id.eq(delivery.correlation_id()),
+                    inbox::signed_at.eq(delivery.signed_at()),
                     inbox::body.eq(delivery.body().as_ref()),
                     inbox::headers.eq(encode_headers(delivery.headers())),
                 ))
                 .on_conflict_do_nothing()
                 .execute(&mut *conn)
                 .await
-                .map_err(PgStoreError::query);
+                .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             Ok(if result? == 1 {
                 Received::Stored
             } else {
-                Received::AlreadyStored
+                Received::Duplicate
             })
         })
     }
 
-    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, PgStoreError>>
-    where
-        H: for<'c> Fn(
-                &'c mut AsyncPgConnection,
-                &'c StoredDelivery,
-            ) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'a,
-        E: Display + Send + 'a,
-    {
+    fn work_one_erased<'a>(
+        &'a self,
+        handler: &'a ErasedHandler<'a, AsyncPgConnection>,
+    ) -> BoxFuture<'a, Result<Worked, PgError>> {
         Box::pin(async move {
             let retry = self.inner.options.get_retry();
             let mut conn = self.connection().await?;
             conn.arm();
             let result = conn
-                .transaction(async move |conn| -> Result<Worked, TxError<PgStoreError>> {
+                .transaction(async move |conn| -> Result<Worked, TxError<PgError>> {
                     // rows locked by other workers are skipped, not waited for; a
                     // worker that dies mid-transaction releases its row with its
                     // connection
@@ -219,8 +176,9 @@ impl Inbox for PgStore {
                     let failure = match row.into_delivery() {
                         // the handler runs in a savepoint: its writes roll back on
                         // failure while the row stays locked for the bookkeeping
-                        Ok(delivery) => conn
-                            .transaction(async |conn| {
+                        Ok(stored) => conn
+                            .transaction(async |conn| -> Result<(), TxError<HandlerError>> {
+                                let delivery = stored.delivery();
                                 handler(conn, &delivery).await.map_err(TxError::Caller)?;
                                 if statement_failed(conn) {
                                     // releasing the savepoint would fail and stop the
@@ -231,9 +189,10 @@ impl Inbox for PgStore {
                             })
                             .await
                             .map_err(|err| match err {
-                                TxError::Caller(err) => Ok(err.to_string()),
+                                // the whole cause chain: what an operator reads
+                                TxError::Caller(err) => Ok(format!("{err:#}")),
                                 TxError::StatementFailed => {
-                                    Ok(PgStoreError::StatementFailed.to_string())
+                                    Ok(PgError::StatementFailed.to_string())
                                 }
                                 TxError::Db(err) => Err(err),
                             })
@@ -266,8 +225,8 @@ impl Inbox for PgStore {
                 })
                 .await;
             let result = result.map_err(|err| match err {
-                TxError::Db(err) => PgStoreError::query(err),
-                TxError::StatementFailed => PgStoreError::StatementFailed,
+                TxError::Db(err) => PgError::query(err),
+                TxError::StatementFailed => PgError::StatementFailed,
                 TxError::Caller(err) => err,
             });
             conn.settle(result.as_ref().err());
@@ -275,7 +234,7 @@ impl Inbox for PgStore {
         })
     }
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgStoreError>> {
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             conn.arm();
@@ -285,30 +244,45 @@ impl Inbox for PgStore {
                 .first(&mut *conn)
                 .await
                 .optional()
-                .map_err(PgStoreError::query);
+                .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             result?.map(InboxRow::into_delivery).transpose()
         })
     }
 
-    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, PgStoreError>> {
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, PgError>> {
         Box::pin(async move {
+            let query = inbox::table.select(InboxRow::as_select()).into_boxed();
+            let query = match filter {
+                InboxFilter::Pending => query
+                    .filter(inbox::processed_at.is_null())
+                    .filter(inbox::dead_at.is_null())
+                    .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
+                InboxFilter::Processed => query
+                    .filter(inbox::processed_at.is_not_null())
+                    .order((inbox::processed_at.desc(), inbox::id.desc())),
+                InboxFilter::Dead => query
+                    .filter(inbox::dead_at.is_not_null())
+                    .order((inbox::dead_at.asc(), inbox::id.asc())),
+                InboxFilter::All => query.order(inbox::id.desc()),
+            };
             let mut conn = self.connection().await?;
             conn.arm();
-            let result = inbox::table
-                .filter(inbox::dead_at.is_not_null())
-                .order((inbox::dead_at.asc(), inbox::id.asc()))
+            let result = query
                 .limit(i64::from(limit))
-                .select(InboxRow::as_select())
                 .load(&mut *conn)
                 .await
-                .map_err(PgStoreError::query);
+                .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             result?.into_iter().map(InboxRow::into_delivery).collect()
         })
     }
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, PgStoreError>> {
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, PgError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             conn.arm();
@@ -321,13 +295,13 @@ impl Inbox for PgStore {
             .set(replayed())
             .execute(&mut *conn)
             .await
-            .map_err(PgStoreError::query);
+            .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             Ok(result? == 1)
         })
     }
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, PgStoreError>> {
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, PgError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             conn.arm();
@@ -339,13 +313,13 @@ impl Inbox for PgStore {
             .set(replayed())
             .execute(&mut *conn)
             .await
-            .map_err(PgStoreError::query);
+            .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             Ok(result? as u64)
         })
     }
 
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, PgStoreError>> {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, PgError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             conn.arm();
@@ -360,7 +334,7 @@ impl Inbox for PgStore {
             )
             .get_result::<StatsRow>(&mut *conn)
             .await
-            .map_err(PgStoreError::query);
+            .map_err(PgError::query);
             conn.settle(result.as_ref().err());
             let row = result?;
             Ok(InboxStats {
@@ -424,18 +398,6 @@ async fn record_failure(
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// An error and its causes, one line.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

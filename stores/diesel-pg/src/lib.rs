@@ -2,8 +2,9 @@
 //! the same transaction as your side effect, or acknowledge fast into an inbox and
 //! let a worker apply it.
 //!
-//! [`PgStore`] implements the three store traits of `hookbox-core` over one pool of
-//! [`AsyncPgConnection`](diesel_async::AsyncPgConnection)s:
+//! [`PgStore`] implements the store traits of `hookbox-core` over one pool of
+//! [`AsyncPgConnection`](diesel_async::AsyncPgConnection)s ([`Store`](hookbox_core::Store)
+//! names that connection and [`PgError`] once for all of them):
 //!
 //! - [`IdempotencyStore`](hookbox_core::IdempotencyStore): `process_once` begins a
 //!   transaction, inserts the key (`INSERT … ON CONFLICT DO NOTHING`), runs your side
@@ -12,7 +13,11 @@
 //! - [`Inbox`](hookbox_core::Inbox): `receive` is one autocommitted insert; `work_one`
 //!   takes a due row with `FOR UPDATE SKIP LOCKED`, runs your handler in a savepoint,
 //!   and commits `processed_at` with the handler's writes, or rolls the handler back
-//!   and records the failure (attempts, `last_error`, backoff, dead letter).
+//!   and records the failure (attempts, `last_error`, backoff, dead letter); `list`,
+//!   `get`, `replay` and `stats` are the operator's view (also as `&dyn InboxAdmin`).
+//!   The raw body, the verified headers, the event type, the correlation id and the
+//!   signed timestamp are stored at receipt, so a worker's handler sees the same
+//!   [`Delivery`](hookbox_core::Delivery) an inline one would.
 //! - [`VersionGuard`](hookbox_core::VersionGuard): per-object versions, in the claim's
 //!   transaction.
 //!
@@ -23,7 +28,7 @@
 //! | `process_once` or `receive` returned `Ok` (answer 2xx) | the key, and with `process_once` the side effect, are committed on the primary. With the default `synchronous_commit = on` the commit is flushed to the primary's WAL before it returns |
 //! | a duplicate, a concurrent copy | exactly one copy applies; a concurrent copy waits on the first copy's uncommitted key (at most `lock_timeout`) and then reports `Duplicate`, or applies if the first rolled back |
 //! | the side effect failed, the store failed | nothing was committed: the key is free, the sender's retry runs the side effect again |
-//! | a statement failed inside the side effect but it returned `Ok` (error swallowed) | PostgreSQL would answer `COMMIT` with a silent rollback; the store notices the failed statement, rolls back and returns [`PgStoreError::StatementFailed`] instead of reporting the delivery as applied (a worker's handler that does this fails its row) |
+//! | a statement failed inside the side effect but it returned `Ok` (error swallowed) | PostgreSQL would answer `COMMIT` with a silent rollback; the store notices the failed statement, rolls back and returns [`PgError::StatementFailed`] instead of reporting the delivery as applied (a worker's handler that does this fails its row) |
 //! | the process crashed or was killed mid-transaction | the server rolls back the open transaction when the connection drops: the key is free again, an inbox row is unprocessed and another worker takes it (`SKIP LOCKED` skips only rows locked by live transactions) |
 //! | a future dropped mid-transaction (a cancelled request) | the store closes that connection instead of returning it to the pool, so the server rolls back and releases the key at once; also for a connection you took with [`PgStore::connection`] |
 //! | power loss on the database server | what was committed survives if the server runs with `fsync = on` and `synchronous_commit = on` (the defaults); with `synchronous_commit = off` the last commits (up to 3 × `wal_writer_delay`) can be lost even though 2xx was answered |
@@ -31,7 +36,9 @@
 //!
 //! # Examples
 //!
-//! Apply a credit once per delivery (needs a running server, so not run here):
+//! Apply a credit once per delivery (needs a running server, so not run here). The
+//! side effect is an async closure on the claim's connection; `?` turns the
+//! driver's error into the [`HandlerError`](hookbox_core::HandlerError) it returns:
 //!
 //! ```no_run
 //! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
@@ -44,17 +51,16 @@
 //!
 //! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
 //! let outcome = store
-//!     .process_once(&key, |conn| {
-//!         Box::pin(async move {
-//!             // runs in the claim's transaction: commits with the key or not at all
-//!             diesel::sql_query("UPDATE accounts SET balance = balance + 100 WHERE id = 42")
-//!                 .execute(conn)
-//!                 .await
-//!         })
+//!     .process_once(&key, async |conn| {
+//!         // runs in the claim's transaction: commits with the key or not at all
+//!         diesel::sql_query("UPDATE accounts SET balance = balance + 100 WHERE id = 42")
+//!             .execute(conn)
+//!             .await?;
+//!         Ok(())
 //!     })
 //!     .await;
 //! match outcome {
-//!     Ok(Processed::Applied(_)) | Ok(Processed::Duplicate) => { /* answer 2xx */ }
+//!     Ok(Processed::Applied(())) | Ok(Processed::Duplicate) => { /* answer 2xx */ }
 //!     Err(err) if err.is_transient() => { /* answer 5xx: the sender retries */ }
 //!     Err(err) => return Err(err.into()),
 //! }
@@ -62,31 +68,35 @@
 //! # }
 //! ```
 //!
-//! Acknowledge into the inbox and drain it with a worker:
+//! Acknowledge into the inbox and drain it with a worker. The handler is the same
+//! shape an inline endpoint takes, an `async fn` (or closure) of the connection and
+//! the [`Delivery`](hookbox_core::Delivery):
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use hookbox_core::{BoxFuture, Inbox, StoredDelivery, VerifiedDelivery, run_worker};
+//! use hookbox_core::{Delivery, HandlerError, Inbox, VerifiedDelivery, run_worker};
+//! use hookbox_diesel_pg::diesel::prelude::*;
 //! use hookbox_diesel_pg::diesel_async::{AsyncPgConnection, RunQueryDsl};
 //! use hookbox_diesel_pg::{PgOptions, PgStore, diesel};
 //!
+//! diesel::table! {
+//!     audit (delivery) {
+//!         delivery -> Text,
+//!     }
+//! }
+//!
 //! // the handler runs on the row's transaction: its writes commit with `processed_at`
-//! fn handle<'c>(
-//!     conn: &'c mut AsyncPgConnection,
-//!     row: &'c StoredDelivery,
-//! ) -> BoxFuture<'c, Result<(), diesel::result::Error>> {
-//!     Box::pin(async move {
-//!         diesel::sql_query("INSERT INTO audit (delivery) VALUES ($1)")
-//!             .bind::<diesel::sql_types::Text, _>(row.key.delivery_id())
-//!             .execute(conn)
-//!             .await?;
-//!         Ok(())
-//!     })
+//! async fn handle(conn: &mut AsyncPgConnection, delivery: &Delivery) -> Result<(), HandlerError> {
+//!     diesel::insert_into(audit::table)
+//!         .values(audit::delivery.eq(delivery.delivery_id()))
+//!         .execute(conn)
+//!         .await?;
+//!     Ok(())
 //! }
 //!
 //! # async fn run(delivery: VerifiedDelivery) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let store = PgStore::connect("postgres://app@localhost/app", PgOptions::new()).await?;
-//! store.receive(&delivery).await?; // Stored or AlreadyStored: answer 2xx
+//! store.receive(&delivery).await?; // Stored or Duplicate: answer 2xx
 //!
 //! let shutdown = tokio::time::sleep(Duration::from_secs(60));
 //! let report = run_worker(&store, handle, Duration::from_millis(200), shutdown).await?;
@@ -95,12 +105,16 @@
 //! # }
 //! ```
 //!
+//! A handler that fails rolls its writes back; the worker records the error with its
+//! causes (`{err:#}`) in the row's `last_error` and retries it later, up to the retry
+//! policy's attempt limit.
+//!
 //! # Configuration
 //!
 //! See [`PgOptions`]: pool size (default 8), `lock_timeout` (default 5 s; a lock wait
-//! that runs out is the transient [`PgStoreError::LockTimeout`]), pool timeout, the
+//! that runs out is the transient [`PgError::LockTimeout`]), pool timeout, the
 //! schema (`search_path`), retention and retry policies. The schema is applied only by
-//! an explicit [`PgStore::migrate`].
+//! an explicit [`PgStore::migrate`], which returns how many migrations it applied.
 //!
 //! # Pool and driver
 //!
@@ -143,7 +157,7 @@ mod pool;
 mod schema;
 mod store;
 
-pub use error::PgStoreError;
+pub use error::PgError;
 pub use pool::{PgOptions, PgStore, PooledConnection};
 
 // the driver, re-exported so users build side effects with matching versions

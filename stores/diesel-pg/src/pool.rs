@@ -17,9 +17,9 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use hookbox_core::{RetentionPolicy, RetryPolicy};
 
-use crate::PgStoreError;
+use crate::PgError;
 
-/// The schema migration, embedded at compile time and applied by [`PgStore::migrate`].
+/// The schema migrations, embedded at compile time and applied by [`PgStore::migrate`].
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// The advisory lock that serializes concurrent `migrate` calls ("hookbox" in ASCII).
@@ -95,7 +95,7 @@ impl PgOptions {
     /// A concurrent copy of a delivery blocks on the first copy's uncommitted key and
     /// then reports a duplicate; this bounds the wait, so a stuck transaction cannot
     /// hang every receiver. A wait that runs out fails with the transient
-    /// [`PgStoreError::LockTimeout`]. Zero disables the bound (not recommended).
+    /// [`PgError::LockTimeout`]. Zero disables the bound (not recommended).
     pub fn lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
         self
@@ -103,7 +103,7 @@ impl PgOptions {
 
     /// Sets how long a call waits for a free pooled connection, and for a new one
     /// to open (default 5 s). A wait that runs out fails with the transient
-    /// [`PgStoreError::PoolTimeout`] or [`PgStoreError::Connect`].
+    /// [`PgError::PoolTimeout`] or [`PgError::Connect`].
     pub fn pool_timeout(mut self, timeout: Duration) -> Self {
         self.pool_timeout = timeout;
         self
@@ -159,7 +159,7 @@ impl PgOptions {
     }
 }
 
-fn check_schema(schema: &str) -> Result<(), PgStoreError> {
+fn check_schema(schema: &str) -> Result<(), PgError> {
     let mut chars = schema.chars();
     let valid = chars
         .next()
@@ -169,7 +169,7 @@ fn check_schema(schema: &str) -> Result<(), PgStoreError> {
     if valid {
         Ok(())
     } else {
-        Err(PgStoreError::InvalidSchema {
+        Err(PgError::InvalidSchema {
             name: schema.to_string(),
         })
     }
@@ -180,7 +180,10 @@ fn check_schema(schema: &str) -> Result<(), PgStoreError> {
 ///
 /// Build it with [`PgStore::connect`], apply the schema with [`PgStore::migrate`],
 /// then use it through [`IdempotencyStore`](hookbox_core::IdempotencyStore),
-/// [`VersionGuard`](hookbox_core::VersionGuard) and [`Inbox`](hookbox_core::Inbox).
+/// [`VersionGuard`](hookbox_core::VersionGuard) and [`Inbox`](hookbox_core::Inbox)
+/// (and, for an operator's tool, as a `&dyn` [`InboxAdmin`](hookbox_core::InboxAdmin)).
+/// Side effects and handlers run on its [`AsyncPgConnection`], the store's
+/// [`Store::Conn`](hookbox_core::Store::Conn).
 #[derive(Clone)]
 pub struct PgStore {
     pub(crate) inner: Arc<Inner>,
@@ -213,9 +216,9 @@ impl PgStore {
     /// correctly. Connections are plain TCP: TLS is not supported yet.
     ///
     /// # Errors
-    /// [`PgStoreError::InvalidSchema`] for a bad schema name; [`PgStoreError::Connect`]
-    /// or [`PgStoreError::PoolTimeout`] when no connection could be opened.
-    pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgStoreError> {
+    /// [`PgError::InvalidSchema`] for a bad schema name; [`PgError::Connect`]
+    /// or [`PgError::PoolTimeout`] when no connection could be opened.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgError> {
         if let Some(schema) = options.get_schema() {
             check_schema(schema)?;
         }
@@ -247,7 +250,7 @@ impl PgStore {
             .create_timeout(Some(options.get_pool_timeout()))
             .recycle_timeout(Some(options.get_pool_timeout()))
             .build()
-            .map_err(|err| PgStoreError::Pool(Box::new(err)))?;
+            .map_err(|err| PgError::Pool(Box::new(err)))?;
         let store = Self {
             inner: Arc::new(Inner { pool, options }),
         };
@@ -260,17 +263,18 @@ impl PgStore {
         &self.inner.options
     }
 
-    /// Applies the embedded migrations that have not run yet (creating the
-    /// `hookbox_*` tables in the configured schema). Safe to call from several
-    /// processes at once: an advisory lock serializes them.
+    /// Applies the embedded migrations that have not run yet (creating or updating
+    /// the `hookbox_*` tables in the configured schema) and returns how many it
+    /// applied: zero when the schema is current. Safe to call from several processes
+    /// at once: an advisory lock serializes them.
     ///
     /// Runs diesel's synchronous migration harness on a blocking thread
     /// (`spawn_blocking`), so it works on both tokio runtime flavours.
     ///
     /// # Errors
-    /// [`PgStoreError::Migration`] when a migration fails; connection errors as for
+    /// [`PgError::Migration`] when a migration fails; connection errors as for
     /// any call.
-    pub async fn migrate(&self) -> Result<(), PgStoreError> {
+    pub async fn migrate(&self) -> Result<usize, PgError> {
         let conn = self.connection().await?;
         // the connection leaves the pool: the blocking harness owns it, and it is
         // closed afterwards, releasing the advisory lock with it
@@ -285,13 +289,13 @@ impl PgStore {
                 &mut conn,
                 &format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"),
             )
-            .map_err(PgStoreError::query)?;
+            .map_err(PgError::query)?;
             conn.run_pending_migrations(MIGRATIONS)
-                .map(|_| ())
-                .map_err(PgStoreError::Migration)
+                .map(|applied| applied.len())
+                .map_err(PgError::Migration)
         })
         .await
-        .map_err(|err| PgStoreError::Migration(Box::new(err)))?
+        .map_err(|err| PgError::Migration(Box::new(err)))?
     }
 
     /// Takes a connection from the pool, for the caller-owned form: begin your own
@@ -305,9 +309,9 @@ impl PgStore {
     /// when the pool would next look at the connection.
     ///
     /// # Errors
-    /// [`PgStoreError::PoolTimeout`] when none became free within the pool timeout;
-    /// [`PgStoreError::Connect`] when a new one could not be opened.
-    pub async fn connection(&self) -> Result<PooledConnection, PgStoreError> {
+    /// [`PgError::PoolTimeout`] when none became free within the pool timeout;
+    /// [`PgError::Connect`] when a new one could not be opened.
+    pub async fn connection(&self) -> Result<PooledConnection, PgError> {
         let object = self.inner.pool.get().await.map_err(pool_error)?;
         Ok(PooledConnection {
             object: Some(object),
@@ -389,15 +393,15 @@ fn in_transaction(conn: &mut AsyncPgConnection) -> bool {
         .is_some_and(|watch| watch.depth > 0)
 }
 
-fn pool_error(err: DeadpoolError<ManagerError>) -> PgStoreError {
+fn pool_error(err: DeadpoolError<ManagerError>) -> PgError {
     match err {
-        DeadpoolError::Timeout(TimeoutType::Wait) => PgStoreError::PoolTimeout,
-        DeadpoolError::Timeout(_) => PgStoreError::Connect(ConnectionError::BadConnection(
+        DeadpoolError::Timeout(TimeoutType::Wait) => PgError::PoolTimeout,
+        DeadpoolError::Timeout(_) => PgError::Connect(ConnectionError::BadConnection(
             "no connection could be opened or checked within the pool timeout".into(),
         )),
-        DeadpoolError::Backend(ManagerError::ConnectionError(err)) => PgStoreError::Connect(err),
-        DeadpoolError::Backend(ManagerError::QueryError(err)) => PgStoreError::query(err),
-        other => PgStoreError::Pool(Box::new(other)),
+        DeadpoolError::Backend(ManagerError::ConnectionError(err)) => PgError::Connect(err),
+        DeadpoolError::Backend(ManagerError::QueryError(err)) => PgError::query(err),
+        other => PgError::Pool(Box::new(other)),
     }
 }
 
@@ -420,8 +424,8 @@ impl PooledConnection {
 
     /// Marks the end of a store operation; `error` is its error, if it failed. A lost
     /// connection is closed rather than returned to the pool.
-    pub(crate) fn settle(&mut self, error: Option<&PgStoreError>) {
-        self.armed = error.is_some_and(PgStoreError::breaks_connection);
+    pub(crate) fn settle(&mut self, error: Option<&PgError>) {
+        self.armed = error.is_some_and(PgError::breaks_connection);
     }
 
     /// Takes the connection out of the pool for good.

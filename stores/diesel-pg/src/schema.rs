@@ -1,4 +1,4 @@
-//! The tables of the embedded migration (`migrations/`), for diesel's query builder.
+//! The tables of the embedded migrations (`migrations/`), for diesel's query builder.
 
 diesel::table! {
     hookbox_processed_keys (source, provider, delivery_id) {
@@ -25,6 +25,8 @@ diesel::table! {
         last_error -> Nullable<Text>,
         next_attempt_at -> Timestamptz,
         dead_at -> Nullable<Timestamptz>,
+        correlation_id -> Nullable<Text>,
+        signed_at -> Nullable<Timestamptz>,
     }
 }
 

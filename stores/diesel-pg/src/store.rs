@@ -1,4 +1,4 @@
-//! Claims, version guards and retention.
+//! The store itself, claims, version guards and retention.
 
 use diesel::prelude::*;
 // `filter` on an upsert: the `WHERE` of `ON CONFLICT DO UPDATE`
@@ -6,14 +6,14 @@ use diesel::query_dsl::methods::FilterDsl as _;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, ProcessError,
-    ProcessResult, Processed, Purged, ScopedBoxFuture, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, IdempotencyStore,
+    ProcessError, Purged, RetentionPolicy, Store, TimestampAdvance, VersionGuard,
 };
 use time::OffsetDateTime;
 
 use crate::pool::statement_failed;
 use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
-use crate::{PgStore, PgStoreError};
+use crate::{PgError, PgStore};
 
 /// The error of a transaction closure: the database's, or the caller's own.
 pub(crate) enum TxError<E> {
@@ -48,36 +48,35 @@ async fn insert_key(
     Ok(inserted == 1)
 }
 
-impl IdempotencyStore for PgStore {
+impl Store for PgStore {
     type Conn = AsyncPgConnection;
-    type Error = PgStoreError;
+    type Error = PgError;
 
+    fn retention(&self) -> &RetentionPolicy {
+        self.inner.options.get_retention()
+    }
+}
+
+impl IdempotencyStore for PgStore {
     fn claim<'a>(
         &'a self,
         conn: &'a mut AsyncPgConnection,
         key: &'a DedupeKey,
-    ) -> BoxFuture<'a, Result<Claim, PgStoreError>> {
+    ) -> BoxFuture<'a, Result<Claim, PgError>> {
         Box::pin(async move {
             match insert_key(conn, key).await {
                 Ok(true) => Ok(Claim::New),
                 Ok(false) => Ok(Claim::Duplicate),
-                Err(err) => Err(PgStoreError::query(err)),
+                Err(err) => Err(PgError::query(err)),
             }
         })
     }
 
-    fn process_once<'a, T, E, F>(
+    fn process_once_erased<'a>(
         &'a self,
         key: &'a DedupeKey,
-        side_effect: F,
-    ) -> BoxFuture<'a, ProcessResult<T, PgStoreError, E>>
-    where
-        F: for<'c> FnOnce(&'c mut AsyncPgConnection) -> ScopedBoxFuture<'a, 'c, Result<T, E>>
-            + Send
-            + 'a,
-        T: Send + 'a,
-        E: Send + 'a,
-    {
+        side_effect: ErasedSideEffect<'a, AsyncPgConnection>,
+    ) -> BoxFuture<'a, Result<Claim, ProcessError<PgError>>> {
         Box::pin(async move {
             let mut conn = self.connection().await.map_err(ProcessError::Store)?;
             conn.arm();
@@ -85,18 +84,18 @@ impl IdempotencyStore for PgStore {
                 .transaction(async move |conn| {
                     if !insert_key(conn, key).await? {
                         // nothing written: the empty transaction commits
-                        return Ok(Processed::Duplicate);
+                        return Ok(Claim::Duplicate);
                     }
-                    let value = side_effect(conn).await.map_err(TxError::Caller)?;
+                    side_effect(conn, &&()).await.map_err(TxError::Caller)?;
                     if statement_failed(conn) {
                         return Err(TxError::StatementFailed);
                     }
-                    Ok(Processed::Applied(value))
+                    Ok(Claim::New)
                 })
                 .await;
             let result = result.map_err(|err| match err {
-                TxError::Db(err) => ProcessError::Store(PgStoreError::query(err)),
-                TxError::StatementFailed => ProcessError::Store(PgStoreError::StatementFailed),
+                TxError::Db(err) => ProcessError::Store(PgError::query(err)),
+                TxError::StatementFailed => ProcessError::Store(PgError::StatementFailed),
                 TxError::Caller(err) => ProcessError::SideEffect(err),
             });
             conn.settle(match &result {
@@ -107,7 +106,7 @@ impl IdempotencyStore for PgStore {
         })
     }
 
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgStoreError>> {
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             conn.arm();
@@ -124,7 +123,7 @@ async fn purge(
     store: &PgStore,
     conn: &mut AsyncPgConnection,
     now: OffsetDateTime,
-) -> Result<Purged, PgStoreError> {
+) -> Result<Purged, PgError> {
     use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
 
     const KEYS: &str = "DELETE FROM hookbox_processed_keys WHERE ctid = ANY(ARRAY( \
@@ -161,7 +160,7 @@ async fn purge(
                     .bind::<BigInt, _>(batch)
                     .execute(conn)
                     .await
-                    .map_err(PgStoreError::query)?;
+                    .map_err(PgError::query)?;
                 *count += deleted as u64;
                 if (deleted as i64) < batch {
                     break;
@@ -181,7 +180,7 @@ async fn purge(
                 .bind::<BigInt, _>(batch)
                 .execute(conn)
                 .await
-                .map_err(PgStoreError::query)?;
+                .map_err(PgError::query)?;
             *count += deleted as u64;
             if (deleted as i64) < batch {
                 break;
@@ -197,7 +196,7 @@ impl VersionGuard for PgStore {
         conn: &'a mut AsyncPgConnection,
         object: &'a str,
         version: i64,
-    ) -> BoxFuture<'a, Result<Advance, PgStoreError>> {
+    ) -> BoxFuture<'a, Result<Advance, PgError>> {
         Box::pin(async move {
             // one statement: a concurrent advance of the same object waits on the row
             // lock and then compares against the committed version
@@ -212,7 +211,7 @@ impl VersionGuard for PgStore {
                 .filter(hookbox_versions::version.lt(excluded(hookbox_versions::version)))
                 .execute(conn)
                 .await
-                .map_err(PgStoreError::query)?;
+                .map_err(PgError::query)?;
             Ok(if stored == 1 {
                 Advance::Applied
             } else {
@@ -226,7 +225,7 @@ impl VersionGuard for PgStore {
         conn: &'a mut AsyncPgConnection,
         object: &'a str,
         at: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<TimestampAdvance, PgStoreError>> {
+    ) -> BoxFuture<'a, Result<TimestampAdvance, PgError>> {
         Box::pin(async move {
             let micros = unix_micros(at);
             let stored = diesel::insert_into(hookbox_version_times::table)
@@ -244,7 +243,7 @@ impl VersionGuard for PgStore {
                 )
                 .execute(conn)
                 .await
-                .map_err(PgStoreError::query)?;
+                .map_err(PgError::query)?;
             if stored == 1 {
                 return Ok(TimestampAdvance::Applied);
             }
@@ -255,7 +254,7 @@ impl VersionGuard for PgStore {
                 .select(hookbox_version_times::at_micros)
                 .first(conn)
                 .await
-                .map_err(PgStoreError::query)?;
+                .map_err(PgError::query)?;
             Ok(if current == micros {
                 TimestampAdvance::Unknown
             } else {

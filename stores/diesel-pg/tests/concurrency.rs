@@ -49,10 +49,9 @@ async fn copies_racing_over_pooled_connections_apply_each_event_once() {
                     let key = DedupeKey::new("race", "stripe", id.clone());
                     let account = common::account(event);
                     let outcome = store
-                        .process_once(&key, |conn| {
-                            Box::pin(async move {
-                                common::apply(conn, &id, &account, common::amount(event)).await
-                            })
+                        .process_once(&key, async |conn| {
+                            common::apply(conn, &id, &account, common::amount(event)).await?;
+                            Ok(())
                         })
                         .await;
                     match outcome {

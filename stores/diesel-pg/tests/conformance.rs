@@ -11,7 +11,7 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::testing::{Harness, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore, Provider, Signer};
-use hookbox_diesel_pg::{PgOptions, PgStore, PgStoreError, diesel, diesel_async};
+use hookbox_diesel_pg::{PgOptions, PgStore, PgError, diesel, diesel_async};
 
 struct PgHarness {
     store: PgStore,
@@ -33,7 +33,7 @@ struct Plan {
 
 impl Harness for PgHarness {
     type Conn = AsyncPgConnection;
-    type Error = PgStoreError;
+    type Error = PgError;
     type Store = PgStore;
 
     fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
@@ -61,7 +61,7 @@ impl Harness for PgHarness {
         conn: &'c mut AsyncPgConnection,
         account: &'c str,
         amount: i64,
-    ) -> BoxFuture<'c, Result<(), PgStoreError>> {
+    ) -> BoxFuture<'c, Result<(), PgError>> {
         common::credit(conn, account, amount)
     }
 
@@ -69,7 +69,7 @@ impl Harness for PgHarness {
         conn: &'c mut AsyncPgConnection,
         account: &'c str,
         plan: &'c str,
-    ) -> BoxFuture<'c, Result<(), PgStoreError>> {
+    ) -> BoxFuture<'c, Result<(), PgError>> {
         Box::pin(async move {
             diesel::sql_query(
                 "INSERT INTO ledger (account, plan) VALUES ($1, $2) \
@@ -83,7 +83,7 @@ impl Harness for PgHarness {
         })
     }
 
-    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, PgStoreError>> {
+    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, PgError>> {
         Box::pin(async move {
             let mut conn = self.store.connection().await?;
             let rows: Vec<Balance> =
@@ -95,7 +95,7 @@ impl Harness for PgHarness {
         })
     }
 
-    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, PgStoreError>> {
+    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, PgError>> {
         Box::pin(async move {
             let mut conn = self.store.connection().await?;
             let rows: Vec<Plan> = diesel::sql_query("SELECT plan FROM ledger WHERE account = $1")
@@ -111,7 +111,7 @@ impl Harness for PgHarness {
         key: &'a DedupeKey,
         account: &'a str,
         amount: i64,
-    ) -> BoxFuture<'a, Result<Claim, PgStoreError>> {
+    ) -> BoxFuture<'a, Result<Claim, PgError>> {
         Box::pin(async move {
             let mut conn = self.store.connection().await?;
             conn.transaction(async |conn| {
@@ -162,6 +162,8 @@ checks! {
     replay_all => suite::check_replay_all::<PgHarness>();
     worker_killed_mid_transaction_applies_once => suite::check_worker_killed_mid_transaction_applies_once::<PgHarness>();
     concurrent_workers_apply_each_row_once => suite::check_concurrent_workers_apply_each_row_once::<PgHarness>(200, 4);
+    inbox_keeps_correlation_id_and_signed_at => suite::check_inbox_keeps_correlation_id_and_signed_at::<PgHarness>();
+    one_handler_serves_both_modes => suite::check_one_handler_serves_both_modes::<PgHarness>();
     rotated_copies_are_one_event => rotated_copies();
 }
 
@@ -210,23 +212,19 @@ async fn a_stuck_copy_times_out_as_a_transient_lock_timeout() {
         let (store, key) = (store.clone(), key.clone());
         tokio::spawn(async move {
             store
-                .process_once(&key, move |_conn| {
-                    Box::pin(async move {
-                        // the key is inserted and uncommitted while this waits
-                        holding.send(()).unwrap();
-                        released.await.unwrap();
-                        Ok::<_, PgStoreError>(())
-                    })
+                .process_once(&key, async move |_conn| {
+                    // the key is inserted and uncommitted while this waits
+                    holding.send(()).unwrap();
+                    released.await.unwrap();
+                    Ok(())
                 })
                 .await
         })
     };
     held.await.unwrap();
-    let second = store
-        .process_once(&key, |_conn| Box::pin(async { Ok::<_, PgStoreError>(()) }))
-        .await;
+    let second = store.process_once(&key, async |_conn| Ok(())).await;
     match second {
-        Err(ProcessError::Store(err @ PgStoreError::LockTimeout(_))) => {
+        Err(ProcessError::Store(err @ PgError::LockTimeout(_))) => {
             assert!(err.is_transient());
         }
         other => panic!("expected a lock timeout, got {other:?}"),
@@ -235,7 +233,7 @@ async fn a_stuck_copy_times_out_as_a_transient_lock_timeout() {
     assert_eq!(first.await.unwrap().unwrap(), Processed::Applied(()));
     // once the first copy committed, the next copy is a plain duplicate
     let third = store
-        .process_once(&key, |_conn| Box::pin(async { Ok::<_, PgStoreError>(()) }))
+        .process_once(&key, async |_conn| Ok(()))
         .await
         .unwrap();
     assert_eq!(third, Processed::Duplicate);
@@ -256,11 +254,11 @@ async fn a_dropped_transaction_releases_its_key_at_once() {
     let key = DedupeKey::new("drop", "standard", "evt_dropped");
     let abandoned = tokio::time::timeout(
         Duration::from_millis(200),
-        store.process_once(&key, |conn| {
-            Box::pin(async move {
-                common::credit(conn, "acct", 100).await?;
-                std::future::pending::<Result<(), PgStoreError>>().await
-            })
+        store.process_once(&key, async |conn| {
+            common::credit(conn, "acct", 100).await?;
+            // never finishes: the timeout drops it with the transaction open
+            let () = std::future::pending().await;
+            Ok(())
         }),
     )
     .await;
@@ -278,7 +276,7 @@ async fn a_dropped_transaction_releases_its_key_at_once() {
         let mut conn = store.connection().await?;
         conn.transaction(async |conn| {
             store.claim(conn, &key).await?;
-            std::future::pending::<Result<(), PgStoreError>>().await
+            std::future::pending::<Result<(), PgError>>().await
         })
         .await
     })
@@ -287,9 +285,13 @@ async fn a_dropped_transaction_releases_its_key_at_once() {
     assert!(key_is_free(&url, &schema.name, &key).await);
     // and the pool still works
     let again = store
-        .process_once(&DedupeKey::new("drop", "standard", "evt_after"), |conn| {
-            Box::pin(async move { common::credit(conn, "acct", 100).await })
-        })
+        .process_once(
+            &DedupeKey::new("drop", "standard", "evt_after"),
+            async |conn| {
+                common::credit(conn, "acct", 100).await?;
+                Ok(())
+            },
+        )
         .await
         .unwrap();
     assert_eq!(again, Processed::Applied(()));
@@ -336,7 +338,7 @@ async fn connection_failures_are_classified() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(invalid, PgStoreError::InvalidSchema { .. }));
+    assert!(matches!(invalid, PgError::InvalidSchema { .. }));
     assert!(!invalid.is_transient());
 }
 
@@ -363,7 +365,7 @@ async fn migrate_is_idempotent_on_a_current_thread_runtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_swallowed_statement_error_is_never_reported_as_applied() {
     use hookbox_core::testing::delivery;
-    use hookbox_core::{Inbox, ProcessError, Processed, StoredDelivery, Worked};
+    use hookbox_core::{Delivery, HandlerError, Inbox, ProcessError, Processed, Worked};
     let Some(url) = common::pg_url().await else {
         return;
     };
@@ -371,36 +373,33 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
     let store = common::store(&url, &schema.name, PgOptions::new()).await;
     let key = DedupeKey::new("swallow", "standard", "evt_swallowed");
     let outcome = store
-        .process_once(&key, |conn| {
-            Box::pin(async move {
-                common::credit(conn, "acct", 100).await?;
-                let _ignored = diesel::sql_query("SELECT * FROM no_such_table")
-                    .execute(conn)
-                    .await;
-                Ok::<_, PgStoreError>(())
-            })
+        .process_once(&key, async |conn| {
+            common::credit(conn, "acct", 100).await?;
+            let _ignored = diesel::sql_query("SELECT * FROM no_such_table")
+                .execute(conn)
+                .await;
+            Ok(())
         })
         .await;
     assert!(
         matches!(
             outcome,
-            Err(ProcessError::Store(PgStoreError::StatementFailed))
+            Err(ProcessError::Store(PgError::StatementFailed))
         ),
         "{outcome:?}"
     );
     let retried = store
-        .process_once(&key, |conn| {
-            Box::pin(async move {
-                // a failure undone by the side effect's own savepoint is harmless
-                let _ignored = conn
-                    .transaction(async |conn| {
-                        diesel::sql_query("SELECT * FROM no_such_table")
-                            .execute(conn)
-                            .await
-                    })
-                    .await;
-                common::credit(conn, "acct", 100).await
-            })
+        .process_once(&key, async |conn| {
+            // a failure undone by the side effect's own savepoint is harmless
+            let _ignored = conn
+                .transaction(async |conn| {
+                    diesel::sql_query("SELECT * FROM no_such_table")
+                        .execute(conn)
+                        .await
+                })
+                .await;
+            common::credit(conn, "acct", 100).await?;
+            Ok(())
         })
         .await
         .unwrap();
@@ -410,16 +409,14 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
         100
     );
 
-    fn swallowing<'c>(
-        conn: &'c mut AsyncPgConnection,
-        _row: &'c StoredDelivery,
-    ) -> BoxFuture<'c, Result<(), PgStoreError>> {
-        Box::pin(async move {
-            let _ignored = diesel::sql_query("SELECT * FROM no_such_table")
-                .execute(conn)
-                .await;
-            Ok(())
-        })
+    async fn swallowing(
+        conn: &mut AsyncPgConnection,
+        _delivery: &Delivery,
+    ) -> Result<(), HandlerError> {
+        let _ignored = diesel::sql_query("SELECT * FROM no_such_table")
+            .execute(conn)
+            .await;
+        Ok(())
     }
     store
         .receive(&delivery("evt_inbox_swallowed", "{}"))
@@ -491,17 +488,13 @@ async fn list_shows_pending_processed_and_dead_rows() {
 }
 
 /// Fails on a `poison` body, credits otherwise.
-fn fail_on_poison<'c>(
-    conn: &'c mut diesel_async::AsyncPgConnection,
-    row: &'c hookbox_core::StoredDelivery,
-) -> hookbox_core::BoxFuture<'c, Result<(), String>> {
-    let poison = row.body.as_ref() == b"poison";
-    Box::pin(async move {
-        if poison {
-            return Err("poison".to_string());
-        }
-        common::credit(conn, "acct", 1)
-            .await
-            .map_err(|e| e.to_string())
-    })
+async fn fail_on_poison(
+    conn: &mut AsyncPgConnection,
+    delivery: &hookbox_core::Delivery,
+) -> Result<(), hookbox_core::HandlerError> {
+    if delivery.body().as_ref() == b"poison" {
+        return Err("poison".into());
+    }
+    common::credit(conn, "acct", 1).await?;
+    Ok(())
 }

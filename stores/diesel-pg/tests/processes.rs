@@ -24,10 +24,10 @@ use diesel_async::AsyncPgConnection;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::{
-    BoxFuture, DedupeKey, IdempotencyStore, Inbox, KeptHeaders, Processed, Received,
-    StoredDelivery, VerifiedDelivery, Worked,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, KeptHeaders, Processed, Received,
+    VerifiedDelivery, Worked,
 };
-use hookbox_diesel_pg::{PgOptions, PgStore, PgStoreError, diesel_async};
+use hookbox_diesel_pg::{PgOptions, PgStore, diesel_async};
 
 /// The schema a child works on; absent when a child test runs on its own.
 const CHILD_SCHEMA: &str = "HOOKBOX_TEST_CHILD_SCHEMA";
@@ -111,7 +111,7 @@ async fn receive_all(store: &PgStore, events: usize, copies: usize) -> (u64, u64
                 for n in (task..events * copies).step_by(16) {
                     match store.receive(&delivery(n % events)).await.unwrap() {
                         Received::Stored => stored += 1,
-                        Received::AlreadyStored => already += 1,
+                        Received::Duplicate => already += 1,
                     }
                 }
                 (stored, already)
@@ -128,15 +128,11 @@ async fn receive_all(store: &PgStore, events: usize, copies: usize) -> (u64, u64
 }
 
 /// The worker's handler: records the event and credits its amount.
-fn handle<'c>(
-    conn: &'c mut AsyncPgConnection,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), PgStoreError>> {
-    Box::pin(async move {
-        let event: usize = std::str::from_utf8(&row.body).unwrap().parse().unwrap();
-        let account = common::account(event);
-        common::apply(conn, row.key.delivery_id(), &account, common::amount(event)).await
-    })
+async fn handle(conn: &mut AsyncPgConnection, delivery: &Delivery) -> Result<(), HandlerError> {
+    let event: usize = std::str::from_utf8(delivery.body())?.parse()?;
+    let account = common::account(event);
+    common::apply(conn, delivery.delivery_id(), &account, common::amount(event)).await?;
+    Ok(())
 }
 
 /// Runs `tasks` worker tasks until no row is pending; returns rows processed.
@@ -279,16 +275,14 @@ async fn claim_all(store: &PgStore, seed: u64, slow: bool) -> u64 {
         let id = key.delivery_id().to_string();
         let account = common::account(event);
         let outcome = store
-            .process_once(&key, |conn| {
-                Box::pin(async move {
-                    common::apply(conn, &id, &account, common::amount(event)).await?;
-                    if slow {
-                        mark(&format!("claimed {id}"));
-                        let hold = fastrand::u64(5..=40);
-                        tokio::time::sleep(Duration::from_millis(hold)).await;
-                    }
-                    Ok::<_, PgStoreError>(())
-                })
+            .process_once(&key, async |conn| {
+                common::apply(conn, &id, &account, common::amount(event)).await?;
+                if slow {
+                    mark(&format!("claimed {id}"));
+                    let hold = fastrand::u64(5..=40);
+                    tokio::time::sleep(Duration::from_millis(hold)).await;
+                }
+                Ok(())
             })
             .await
             .unwrap();

@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, Inbox, InboxStats,
-    ProcessResult, Processed, Purged, Received, RetentionPolicy, ScopedBoxFuture, StoredDelivery,
-    TimestampAdvance, VerifiedDelivery, VersionGuard, Worked,
+    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedHandler, ErasedSideEffect,
+    IdempotencyStore, Inbox, InboxFilter, InboxStats, ProcessError, Purged, Received,
+    RetentionPolicy, Store, StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
+    Worked,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::key::{self, INBOX, PROCESSED};
-use crate::{CacheOptions, Error};
+use crate::{CacheError, CacheOptions};
 
 /// The bound on each command of the cache flush a time-travelling purge runs (see
 /// [`Cached`]'s purge rule): not on the acknowledgement path, so longer than a lookup's.
@@ -31,13 +32,13 @@ const FLUSH_BATCH: u32 = 1000;
 /// tokio runtime.
 ///
 /// # Errors
-/// [`Error::Redis`] when `url` is not a Redis URL (`redis://host:port/db`,
+/// [`CacheError::Redis`] when `url` is not a Redis URL (`redis://host:port/db`,
 /// `redis+unix:///path`; this crate is built without TLS, so no `rediss://`).
 ///
 /// # Examples
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), hookbox_redis_cache::Error> {
+/// # async fn main() -> Result<(), hookbox_redis_cache::CacheError> {
 /// // nothing listens on port 1: building the manager still succeeds, and every
 /// // lookup through it will fall through to the database
 /// let redis = hookbox_redis_cache::connect("redis://127.0.0.1:1/")?;
@@ -46,8 +47,8 @@ const FLUSH_BATCH: u32 = 1000;
 /// # Ok(())
 /// # }
 /// ```
-pub fn connect(url: &str) -> Result<ConnectionManager, Error> {
-    let client = redis::Client::open(url).map_err(Error::Redis)?;
+pub fn connect(url: &str) -> Result<ConnectionManager, CacheError> {
+    let client = redis::Client::open(url).map_err(CacheError::Redis)?;
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(1)))
         .set_min_delay(Duration::from_millis(50))
@@ -56,7 +57,7 @@ pub fn connect(url: &str) -> Result<ConnectionManager, Error> {
         // driven by traffic and never waited for (each call is bounded by the
         // cache's own timeout)
         .set_number_of_retries(3);
-    ConnectionManager::new_lazy_with_config(client, config).map_err(Error::Redis)
+    ConnectionManager::new_lazy_with_config(client, config).map_err(CacheError::Redis)
 }
 
 /// Counts of what the cache did, for metrics and tests.
@@ -126,14 +127,15 @@ impl State {
 /// A store behind a Redis front cache: a duplicate found in Redis is answered
 /// without touching the database; everything else is decided by the database.
 ///
-/// `Cached<S>` implements [`IdempotencyStore`] for any store `S`, and [`Inbox`] and
-/// [`VersionGuard`] when `S` does, with `S`'s connection and error types, so it
-/// drops in wherever the store was used.
+/// `Cached<S>` implements [`Store`] and [`IdempotencyStore`] for any store `S`, and
+/// [`Inbox`] and [`VersionGuard`] when `S` does, with `S`'s connection, error and
+/// retention, so it drops in wherever the store was used (an `Arc<Cached<S>>` or a
+/// `&Cached<S>` too, and `&dyn InboxAdmin` through core's blanket implementation).
 ///
 /// # Guarantees
 /// - **Redis is never the authority.** A key is written to Redis only after the
-///   database committed it (`process_once` returned `Applied` or `Duplicate`, or
-///   `receive` returned). A hit therefore always stands for a committed key, and
+///   database committed it (the store's `process_once` returned `Applied` or
+///   `Duplicate`, or its `receive` returned `Ok`). A hit therefore always stands for a committed key, and
 ///   answering it as a duplicate is what the database would answer.
 /// - **A miss, an error or a slow answer falls through.** Every Redis call is bounded
 ///   by [`CacheOptions::timeout`] (5 ms by default); whatever does not answer a clear
@@ -149,13 +151,13 @@ impl State {
 ///   Redis when it answers again (a paused server runs its queued commands); it
 ///   stands for a committed key all the same.
 /// - **No TTL outlives the retention.** [`Cached::new`] refuses a TTL longer than the
-///   store's shortest retention, so Redis cannot remember a key the database has
+///   shortest keep of the store's [`Store::retention`], so Redis cannot remember a key the database has
 ///   purged (a hit after the purge would turn a resend the store treats as new into a
 ///   duplicate).
 ///
 /// | Redis state | `process_once` / `receive` | database |
 /// |---|---|---|
-/// | up, key cached | `Duplicate` / `AlreadyStored` at once | not touched |
+/// | up, key cached | `Duplicate` at once | not touched |
 /// | up, key absent (new, expired, evicted, or cached by another prefix) | the store's own answer; the key is cached after the commit | claims as usual |
 /// | slow (over the timeout) | the store's own answer after at most one timeout | claims as usual |
 /// | down, refusing connections, restarting | the store's own answer; the manager reconnects in the background | claims as usual |
@@ -172,8 +174,9 @@ impl State {
 /// # Inbox and workers
 /// `receive` gets the same treatment as `process_once`, in its own key namespace
 /// (`i:` beside `k:`): a copy of a delivery already in the inbox is acknowledged from
-/// Redis. The worker and operator methods (`work_one`, `get`, `dead_letters`,
-/// `replay`, `replay_all`, `stats`) and the version guards go straight to the store.
+/// Redis. The worker and operator methods (`work_one`, `get`, `list`,
+/// `dead_letters`, `replay`, `replay_all`, `stats`) and the version guards go
+/// straight to the store.
 ///
 /// # Purge
 /// `purge` is the store's: Redis expires keys on its own, sooner than the store
@@ -211,37 +214,35 @@ fn shortest_keep(retention: &RetentionPolicy) -> Duration {
         .fold(DEFAULT_KEEP, Duration::min)
 }
 
-impl<S> Cached<S> {
+impl<S: Store> Cached<S> {
     /// Wraps `inner` in a Redis front cache on `redis` (see [`connect`]).
     ///
-    /// `retention` is the wrapped store's retention policy (`hookbox-sqlite`:
-    /// `store.options().retention_policy()`; `hookbox-diesel-pg`:
-    /// `store.options().get_retention()`): the TTL must not be longer than the
-    /// shortest time it keeps any provider's keys (providers without a rule are kept
-    /// [`DEFAULT_KEEP`]).
+    /// The TTL ceiling is the wrapped store's own [`Store::retention`]: the TTL must
+    /// not be longer than the shortest time it keeps any provider's keys (providers
+    /// without a rule are kept [`DEFAULT_KEEP`]).
     ///
     /// # Errors
-    /// [`Error::TtlLongerThanRetention`] when `options`' TTL is longer than the
-    /// shortest retention; [`Error::InvalidOptions`] for a zero TTL or timeout.
+    /// [`CacheError::TtlLongerThanRetention`] when `options`' TTL is longer than the
+    /// store's shortest retention; [`CacheError::InvalidOptions`] for a zero TTL or
+    /// timeout.
     pub fn new(
         inner: S,
         redis: ConnectionManager,
         options: CacheOptions,
-        retention: &RetentionPolicy,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, CacheError> {
         let ttl = options.ttl_duration();
-        let keep = shortest_keep(retention);
+        let keep = shortest_keep(inner.retention());
         if ttl > keep {
-            return Err(Error::TtlLongerThanRetention { ttl, keep });
+            return Err(CacheError::TtlLongerThanRetention { ttl, keep });
         }
         // Redis takes whole milliseconds; rounding down keeps the TTL within the
         // retention
         let ttl_millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         if ttl_millis == 0 {
-            return Err(Error::InvalidOptions("the ttl must be at least 1 ms"));
+            return Err(CacheError::InvalidOptions("the ttl must be at least 1 ms"));
         }
         if options.call_timeout().is_zero() {
-            return Err(Error::InvalidOptions(
+            return Err(CacheError::InvalidOptions(
                 "a zero timeout would make every lookup a miss",
             ));
         }
@@ -254,7 +255,9 @@ impl<S> Cached<S> {
             state: Arc::new(State::new()),
         })
     }
+}
 
+impl<S> Cached<S> {
     /// Returns the wrapped store (for its own methods: migrations, connections).
     pub fn inner(&self) -> &S {
         &self.inner
@@ -443,10 +446,17 @@ fn flush_failed(err: &dyn fmt::Display) {
     );
 }
 
-impl<S: IdempotencyStore> IdempotencyStore for Cached<S> {
+impl<S: Store> Store for Cached<S> {
     type Conn = S::Conn;
     type Error = S::Error;
 
+    /// Returns the wrapped store's retention (the cache's TTL ceiling).
+    fn retention(&self) -> &RetentionPolicy {
+        self.inner.retention()
+    }
+}
+
+impl<S: IdempotencyStore> IdempotencyStore for Cached<S> {
     /// Claims `key` with the wrapped store only: see "Caller-owned transactions" on
     /// [`Cached`].
     fn claim<'a>(
@@ -457,28 +467,24 @@ impl<S: IdempotencyStore> IdempotencyStore for Cached<S> {
         self.inner.claim(conn, key)
     }
 
-    fn process_once<'a, T, E, F>(
+    fn process_once_erased<'a>(
         &'a self,
         key: &'a DedupeKey,
-        side_effect: F,
-    ) -> BoxFuture<'a, ProcessResult<T, S::Error, E>>
-    where
-        F: for<'c> FnOnce(&'c mut S::Conn) -> ScopedBoxFuture<'a, 'c, Result<T, E>> + Send + 'a,
-        T: Send + 'a,
-        E: Send + 'a,
-    {
+        side_effect: ErasedSideEffect<'a, S::Conn>,
+    ) -> BoxFuture<'a, Result<Claim, ProcessError<S::Error>>> {
         Box::pin(async move {
             let redis_key = self.processed_key(key);
             if self.is_cached(&redis_key).await {
-                return Ok(Processed::Duplicate);
+                // the side effect is dropped unrun: the key was committed before
+                return Ok(Claim::Duplicate);
             }
             // an error returns here, before anything is cached: the retry must
             // reach the database
-            let outcome = self.inner.process_once(key, side_effect).await?;
-            // committed now (applied) or before (duplicate): either way the key is
+            let claim = self.inner.process_once_erased(key, side_effect).await?;
+            // committed now (new) or before (duplicate): either way the key is
             // durable in the database
             self.remember(redis_key);
-            Ok(outcome)
+            Ok(claim)
         })
     }
 
@@ -498,80 +504,68 @@ impl<S: IdempotencyStore> IdempotencyStore for Cached<S> {
 impl<S: VersionGuard> VersionGuard for Cached<S> {
     fn advance<'a>(
         &'a self,
-        conn: &'a mut <S as IdempotencyStore>::Conn,
+        conn: &'a mut S::Conn,
         object: &'a str,
         version: i64,
-    ) -> BoxFuture<'a, Result<Advance, <S as IdempotencyStore>::Error>> {
+    ) -> BoxFuture<'a, Result<Advance, S::Error>> {
         self.inner.advance(conn, object, version)
     }
 
     fn advance_at<'a>(
         &'a self,
-        conn: &'a mut <S as IdempotencyStore>::Conn,
+        conn: &'a mut S::Conn,
         object: &'a str,
         at: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<TimestampAdvance, <S as IdempotencyStore>::Error>> {
+    ) -> BoxFuture<'a, Result<TimestampAdvance, S::Error>> {
         self.inner.advance_at(conn, object, at)
     }
 }
 
 impl<S: Inbox> Inbox for Cached<S> {
-    type Conn = <S as Inbox>::Conn;
-    type Error = <S as Inbox>::Error;
-
     fn receive<'a>(
         &'a self,
         delivery: &'a VerifiedDelivery,
-    ) -> BoxFuture<'a, Result<Received, <S as Inbox>::Error>> {
+    ) -> BoxFuture<'a, Result<Received, S::Error>> {
         Box::pin(async move {
             let redis_key = self.inbox_key(delivery.dedupe_key());
             if self.is_cached(&redis_key).await {
-                return Ok(Received::AlreadyStored);
+                return Ok(Received::Duplicate);
             }
             let received = self.inner.receive(delivery).await?;
-            // durable now (stored) or before (already stored)
+            // durable now (stored) or before (duplicate)
             self.remember(redis_key);
             Ok(received)
         })
     }
 
-    fn work_one<'a, E, H>(
+    fn work_one_erased<'a>(
         &'a self,
-        handler: &'a H,
-    ) -> BoxFuture<'a, Result<Worked, <S as Inbox>::Error>>
-    where
-        H: for<'c> Fn(
-                &'c mut <S as Inbox>::Conn,
-                &'c StoredDelivery,
-            ) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'a,
-        E: fmt::Display + Send + 'a,
-    {
-        self.inner.work_one(handler)
+        handler: &'a ErasedHandler<'a, S::Conn>,
+    ) -> BoxFuture<'a, Result<Worked, S::Error>> {
+        self.inner.work_one_erased(handler)
     }
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, <S as Inbox>::Error>> {
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, S::Error>> {
         self.inner.get(id)
     }
 
-    fn dead_letters(
+    fn list(
         &self,
+        filter: InboxFilter,
         limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, <S as Inbox>::Error>> {
-        self.inner.dead_letters(limit)
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, S::Error>> {
+        self.inner.list(filter, limit)
     }
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, <S as Inbox>::Error>> {
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, S::Error>> {
         self.inner.replay(id)
     }
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, <S as Inbox>::Error>> {
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, S::Error>> {
         self.inner.replay_all()
     }
 
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, <S as Inbox>::Error>> {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, S::Error>> {
         self.inner.stats()
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Why a cache could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum CacheError {
     /// The TTL is longer than the shortest retention of the wrapped store: a cached
     /// key could outlive the database row it stands for.
     #[error(

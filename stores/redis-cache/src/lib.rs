@@ -14,7 +14,7 @@
 //! - **A hit** (the key is in Redis, and Redis answered within the timeout) means
 //!   the database committed that key earlier: the call answers
 //!   [`Processed::Duplicate`](hookbox_core::Processed::Duplicate) (or
-//!   [`Received::AlreadyStored`](hookbox_core::Received::AlreadyStored)) without
+//!   [`Received::Duplicate`](hookbox_core::Received::Duplicate)) without
 //!   touching the database.
 //! - **A miss** (absent, expired, evicted) goes to the database claim; once it
 //!   returns `Ok` (the commit happened, now or before) the key is written to Redis
@@ -24,13 +24,14 @@
 //!   write after the commit is spawned so the acknowledgement never waits on it.
 //!   The connection manager reconnects in the background.
 //! - **A failure is never cached**: a side-effect or store error writes nothing.
-//! - **The TTL is never longer than the retention**: [`Cached::new`] refuses a TTL
-//!   longer than the store's shortest retention, so Redis cannot outlive the
+//! - **The TTL is never longer than the retention**: [`Cached::new`] reads the
+//!   store's own retention ([`Store::retention`](hookbox_core::Store::retention))
+//!   and refuses a TTL longer than its shortest keep, so Redis cannot outlive the
 //!   database row a hit stands for.
 //!
 //! | Redis state | `process_once` / `receive` answers | the database |
 //! |---|---|---|
-//! | up, key cached | `Duplicate` / `AlreadyStored` at once | not touched |
+//! | up, key cached | `Duplicate` at once | not touched |
 //! | up, key absent (new, expired, evicted) | the store's answer; the key is cached after the commit | claims as usual |
 //! | slower than the timeout (`CLIENT PAUSE`, overload) | the store's answer, at most one timeout later | claims as usual |
 //! | down, refusing connections, restarting | the store's answer; reconnection happens in the background | claims as usual |
@@ -74,21 +75,20 @@
 //! #     .execute(&mut *conn)
 //! #     .await?;
 //! # drop(conn);
-//! let retention = db.options().retention_policy().clone();
-//!
 //! let redis = hookbox_redis_cache::connect("redis://127.0.0.1:6379/")?;
 //! let options = CacheOptions::default()
 //!     .ttl(Duration::from_secs(24 * 3600))
 //!     .timeout(Duration::from_millis(5));
 //! # let options = options.ttl(Duration::from_secs(60)).prefix(format!("hookbox-doc-{unique}:"));
-//! let store = Cached::new(db, redis, options, &retention)?;
+//! // the TTL ceiling is the store's own retention (`db.retention()`)
+//! let store = Cached::new(db, redis, options)?;
 //!
 //! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
-//! let first = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! let first = store.process_once(&key, async |conn| Ok(credit(conn).await?)).await?;
 //! assert_eq!(first, Processed::Applied(1));
 //!
 //! // the retry: answered from Redis once the key is cached, else by SQLite
-//! let again = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! let again = store.process_once(&key, async |conn| Ok(credit(conn).await?)).await?;
 //! assert_eq!(again, Processed::Duplicate);
 //! # drop(store);
 //! # std::fs::remove_dir_all(&dir)?;
@@ -103,7 +103,7 @@ mod key;
 mod options;
 
 pub use cached::{CacheStats, Cached, connect};
-pub use error::Error;
+pub use error::CacheError;
 pub use options::{CacheOptions, DEFAULT_PREFIX, DEFAULT_TIMEOUT, DEFAULT_TTL};
 
 // the client, so users build connection managers with the version this crate uses

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use common::{DEAD_REDIS, Fixture, exists, pttl, shared_redis, wait_until};
 use hookbox_core::{
-    Claim, DedupeKey, IdempotencyStore as _, Inbox as _, KeptHeaders, ProcessError, Processed,
-    Received, Retention, RetentionPolicy, VerifiedDelivery,
+    Claim, DedupeKey, HandlerError, IdempotencyStore as _, Inbox as _, KeptHeaders, ProcessError,
+    Processed, Received, Retention, RetentionPolicy, Store as _, VerifiedDelivery,
 };
-use hookbox_redis_cache::{CacheOptions, Cached, Error};
+use hookbox_redis_cache::{CacheError, CacheOptions, Cached};
 
 fn key(id: &str) -> DedupeKey {
     DedupeKey::new("cache-tests", "standard", id)
@@ -51,9 +51,7 @@ async fn a_hit_answers_duplicate_without_touching_the_database() {
     .await;
     let control = f
         .store
-        .process_once(&key("evt_not_cached"), |_| {
-            Box::pin(async { Ok::<_, String>(()) })
-        })
+        .process_once(&key("evt_not_cached"), async |_conn| Ok(()))
         .await;
     assert!(
         matches!(control, Err(ProcessError::Store(_))),
@@ -67,7 +65,7 @@ async fn a_hit_answers_duplicate_without_touching_the_database() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_inbox_hit_answers_already_stored_without_touching_the_database() {
+async fn an_inbox_hit_answers_duplicate_without_touching_the_database() {
     let Some(redis) = shared_redis().await else {
         return;
     };
@@ -94,7 +92,7 @@ async fn an_inbox_hit_answers_already_stored_without_touching_the_database() {
             .is_err(),
         "a miss reaches the (now broken) database"
     );
-    assert_eq!(f.store.receive(&d).await.unwrap(), Received::AlreadyStored);
+    assert_eq!(f.store.receive(&d).await.unwrap(), Received::Duplicate);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +134,7 @@ async fn a_miss_goes_to_the_database_and_is_cached_with_the_ttl() {
         conn.immediate_transaction(async |conn: &mut hookbox_sqlite::Conn| {
             let claim = store.claim(conn, &owned).await?;
             common::credit(conn, "acct", 100).await?;
-            Ok::<_, hookbox_sqlite::Error>(claim)
+            Ok::<_, hookbox_sqlite::SqliteError>(claim)
         })
         .await
         .unwrap()
@@ -167,13 +165,9 @@ async fn a_failed_side_effect_is_never_cached() {
     let k = key("evt_fails_once");
     let failed = f
         .store
-        .process_once(&k, |conn| {
-            Box::pin(async move {
-                common::credit(conn, "acct", 100)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Err::<(), String>("downstream rejected it".to_string())
-            })
+        .process_once(&k, async |conn| {
+            common::credit(conn, "acct", 100).await?;
+            Err::<(), _>(HandlerError::from("downstream rejected it"))
         })
         .await;
     assert!(matches!(failed, Err(ProcessError::SideEffect(_))));
@@ -261,27 +255,29 @@ async fn a_ttl_longer_than_the_retention_is_refused() {
         .keep("shopify", Retention::from_hours(4), shopify_4h)
         .unwrap();
     let sqlite = hookbox_sqlite::SqliteOptions::default().retention(retention.clone());
-    let inner = common::open_sqlite(&dir.db(), sqlite).await;
+    let inner = common::open_sqlite(&dir.db(), sqlite.clone()).await;
     let redis = hookbox_redis_cache::connect(DEAD_REDIS).unwrap();
 
-    // the default 24 h outlives Shopify's 4 h keys
-    let refused = Cached::new(inner, redis.clone(), CacheOptions::default(), &retention);
+    // the default 24 h outlives Shopify's 4 h keys, and the cache reads the 4 h from
+    // the store itself
+    let refused = Cached::new(inner, redis.clone(), CacheOptions::default());
     match refused {
-        Err(Error::TtlLongerThanRetention { ttl, keep }) => {
+        Err(CacheError::TtlLongerThanRetention { ttl, keep }) => {
             assert_eq!((ttl, keep), (Duration::from_secs(86_400), shopify_4h));
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
 
-    let inner = common::open_sqlite(&dir.db(), hookbox_sqlite::SqliteOptions::default()).await;
+    let inner = common::open_sqlite(&dir.db(), sqlite).await;
     let equal = CacheOptions::default().ttl(shopify_4h);
-    let inner = Cached::new(inner, redis.clone(), equal, &retention)
-        .expect("a ttl equal to the retention is allowed")
-        .into_inner();
+    let cached = Cached::new(inner, redis.clone(), equal)
+        .expect("a ttl equal to the retention is allowed");
+    assert_eq!(cached.retention(), &retention, "the store's retention, forwarded");
+    let inner = cached.into_inner();
     let zero = CacheOptions::default().ttl(Duration::ZERO);
     assert!(matches!(
-        Cached::new(inner, redis.clone(), zero, &retention),
-        Err(Error::InvalidOptions(_))
+        Cached::new(inner, redis.clone(), zero),
+        Err(CacheError::InvalidOptions(_))
     ));
 }
 
@@ -294,7 +290,7 @@ async fn an_unreachable_redis_is_a_miss_never_an_error() {
     assert_eq!(f.credit_once(&k, "acct", 100).await, Processed::Duplicate);
     let d = delivery("evt_no_redis_inbox");
     assert_eq!(f.store.receive(&d).await.unwrap(), Received::Stored);
-    assert_eq!(f.store.receive(&d).await.unwrap(), Received::AlreadyStored);
+    assert_eq!(f.store.receive(&d).await.unwrap(), Received::Duplicate);
     let stats = f.store.cache_stats();
     assert_eq!((stats.hits, stats.misses, stats.lookup_failures), (0, 0, 4));
     assert_eq!(common::balance(f.store.inner(), "acct").await.unwrap(), 100);

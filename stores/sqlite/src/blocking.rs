@@ -15,7 +15,7 @@
 //! # Examples
 //! ```
 //! use diesel::RunQueryDsl;
-//! use hookbox_core::{DedupeKey, Processed};
+//! use hookbox_core::{DedupeKey, HandlerError, Processed};
 //! use hookbox_sqlite::{SqliteOptions, blocking};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,12 +28,13 @@
 //! #     .execute(&mut conn)?;
 //!
 //! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
-//! let credit = |conn: &mut diesel::SqliteConnection| {
-//!     diesel::sql_query(
+//! // the side effect returns `Result<_, HandlerError>`: `?` converts diesel's error
+//! let credit = |conn: &mut diesel::SqliteConnection| -> Result<usize, HandlerError> {
+//!     Ok(diesel::sql_query(
 //!         "INSERT INTO credits VALUES ('acct_1', 100) \
 //!          ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
 //!     )
-//!     .execute(conn)
+//!     .execute(conn)?)
 //! };
 //! assert_eq!(blocking::process_once(&mut conn, &key, credit)?, Processed::Applied(1));
 //! // the provider retries: the key is there, the credit does not run again
@@ -56,28 +57,34 @@ use diesel::{
 use diesel_migrations::MigrationHarness as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, Claim, DedupeKey, ProcessError, ProcessResult, Processed, TimestampAdvance,
+    Advance, Claim, DedupeKey, HandlerError, ProcessError, ProcessResult, Processed,
+    TimestampAdvance,
 };
 
 use crate::rows::micros;
 use crate::schema::hookbox_version_times::dsl as times;
 use crate::schema::{AdvanceTime, AdvanceVersion};
 use crate::store::{self, MIGRATIONS, TxError};
-use crate::{Error, SqliteOptions};
+use crate::{SqliteError, SqliteOptions};
 
 /// Opens a connection to the database at `path` set up as the store's pool sets up
 /// each of its own: `busy_timeout`, `journal_mode = WAL`, `synchronous`,
 /// `foreign_keys = ON`. The schema is not touched: call [`migrate`].
 ///
 /// # Errors
-/// [`Error::Config`] for an in-memory database or a path that is not UTF-8;
-/// [`Error::Connect`] when the file cannot be opened or refuses WAL mode.
-pub fn connect(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<SqliteConnection, Error> {
+/// [`SqliteError::Config`] for an in-memory database or a path that is not UTF-8;
+/// [`SqliteError::Connect`] when the file cannot be opened or refuses WAL mode.
+pub fn connect(
+    path: impl AsRef<Path>,
+    options: &SqliteOptions,
+) -> Result<SqliteConnection, SqliteError> {
     let url = store::file_url(path.as_ref())?;
-    let mut conn = SqliteConnection::establish(url).map_err(Error::Connect)?;
+    let mut conn = SqliteConnection::establish(url).map_err(SqliteError::Connect)?;
     set_up(&mut conn, options)
-        .map_err(|err| Error::Connect(diesel::ConnectionError::CouldntSetupConfiguration(err)))?
-        .map_err(Error::Connect)?;
+        .map_err(|err| {
+            SqliteError::Connect(diesel::ConnectionError::CouldntSetupConfiguration(err))
+        })?
+        .map_err(SqliteError::Connect)?;
     Ok(conn)
 }
 
@@ -140,9 +147,9 @@ fn switch_to_wal(conn: &mut SqliteConnection, timeout: Duration) -> diesel::Quer
 /// processes) wait for the first and then find nothing to do.
 ///
 /// # Errors
-/// [`Error::Migration`] when a migration fails (nothing is applied), or a database
-/// error.
-pub fn migrate(conn: &mut SqliteConnection) -> Result<usize, Error> {
+/// [`SqliteError::Migration`] when a migration fails (nothing is applied), or a
+/// database error.
+pub fn migrate(conn: &mut SqliteConnection) -> Result<usize, SqliteError> {
     AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE")?;
     match conn.run_pending_migrations(MIGRATIONS) {
         Ok(applied) => {
@@ -152,7 +159,7 @@ pub fn migrate(conn: &mut SqliteConnection) -> Result<usize, Error> {
         }
         Err(err) => {
             AnsiTransactionManager::rollback_transaction(conn)?;
-            Err(Error::Migration(err))
+            Err(SqliteError::Migration(err))
         }
     }
 }
@@ -163,7 +170,7 @@ pub fn migrate(conn: &mut SqliteConnection) -> Result<usize, Error> {
 ///
 /// # Errors
 /// The database failed; roll the transaction back.
-pub fn claim(conn: &mut SqliteConnection, key: &DedupeKey) -> Result<Claim, Error> {
+pub fn claim(conn: &mut SqliteConnection, key: &DedupeKey) -> Result<Claim, SqliteError> {
     Ok(insert_key(conn, key)?)
 }
 
@@ -182,16 +189,17 @@ fn insert_key(conn: &mut SqliteConnection, key: &DedupeKey) -> diesel::QueryResu
 ///
 /// A duplicate key returns [`Processed::Duplicate`] without running the side effect.
 /// A side-effect error rolls the transaction back, key included, so a retry runs it
-/// again.
+/// again. The side effect returns `Result<T, HandlerError>`, as the async one does,
+/// so `?` converts any error it meets.
 ///
 /// # Errors
 /// [`ProcessError::Store`] when the database failed (nothing committed);
 /// [`ProcessError::SideEffect`] with the side effect's own error.
-pub fn process_once<T, E>(
+pub fn process_once<T>(
     conn: &mut SqliteConnection,
     key: &DedupeKey,
-    side_effect: impl FnOnce(&mut SqliteConnection) -> Result<T, E>,
-) -> ProcessResult<T, Error, E> {
+    side_effect: impl FnOnce(&mut SqliteConnection) -> Result<T, HandlerError>,
+) -> ProcessResult<T, SqliteError> {
     // BEGIN IMMEDIATE takes the write lock up front: a concurrent copy waits at BEGIN
     // for this one to commit, then finds the key
     conn.immediate_transaction(|conn| {
@@ -203,7 +211,7 @@ pub fn process_once<T, E>(
             .map_err(TxError::SideEffect)
     })
     .map_err(|err| match err {
-        TxError::Db(err) => ProcessError::Store(Error::from_diesel(err)),
+        TxError::Db(err) => ProcessError::Store(SqliteError::from_diesel(err)),
         TxError::SideEffect(err) => ProcessError::SideEffect(err),
     })
 }
@@ -214,7 +222,11 @@ pub fn process_once<T, E>(
 ///
 /// # Errors
 /// The database failed; roll the transaction back.
-pub fn advance(conn: &mut SqliteConnection, object: &str, version: i64) -> Result<Advance, Error> {
+pub fn advance(
+    conn: &mut SqliteConnection,
+    object: &str,
+    version: i64,
+) -> Result<Advance, SqliteError> {
     let changed = AdvanceVersion { object, version }.execute(conn)?;
     Ok(if changed == 1 {
         Advance::Applied
@@ -233,7 +245,7 @@ pub fn advance_at(
     conn: &mut SqliteConnection,
     object: &str,
     at: OffsetDateTime,
-) -> Result<TimestampAdvance, Error> {
+) -> Result<TimestampAdvance, SqliteError> {
     let at = micros(at);
     let changed = AdvanceTime {
         object,

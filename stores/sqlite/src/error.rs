@@ -15,11 +15,22 @@ pub(crate) type DeadpoolError = diesel_async::pooled_connection::deadpool::PoolE
 /// or an unreadable row will not.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum SqliteError {
     /// The options cannot work (for example `:memory:`, which each pooled connection
     /// would open as a separate, empty database).
     #[error("invalid sqlite store configuration: {0}")]
     Config(&'static str),
+    /// [`SqliteStore::open`](crate::SqliteStore::open) was called on a
+    /// current-thread tokio runtime. diesel-async's `SyncConnectionWrapper`, which
+    /// runs every statement, calls `tokio::task::block_in_place` when a query's
+    /// future is dropped, and that panics on a current-thread runtime: use a
+    /// multi-threaded one (`#[tokio::main(flavor = "multi_thread")]`, or
+    /// `#[tokio::test(flavor = "multi_thread")]` in tests).
+    #[error(
+        "the sqlite store needs a multi-threaded tokio runtime, not a current-thread one; \
+         use #[tokio::main(flavor = \"multi_thread\")]"
+    )]
+    CurrentThreadRuntime,
     /// The database file could not be opened or a connection could not be set up
     /// (the `PRAGMA`s every connection runs).
     #[error("could not open the sqlite database")]
@@ -50,7 +61,7 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl SqliteError {
     /// Classifies a diesel error: SQLite reports a lock wait that outlasted the busy
     /// timeout and an I/O failure only through its message (the error kind is
     /// `Unknown`), so the message decides.
@@ -85,19 +96,21 @@ impl Error {
     }
 }
 
-impl From<DieselError> for Error {
+impl From<DieselError> for SqliteError {
     fn from(err: DieselError) -> Self {
         Self::from_diesel(err)
     }
 }
 
-impl StoreError for Error {
+impl StoreError for SqliteError {
     fn is_transient(&self) -> bool {
         match self {
             // a lock holder commits, a disk frees up, a mount comes back, the pool
             // gets a connection back: the same call may then succeed
             Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) => true,
-            Self::Config(_) | Self::Query(_) | Self::Migration(_) | Self::Corrupt { .. } => false,
+            Self::Config(_)
+            | Self::CurrentThreadRuntime
+            | Self::Query(_) | Self::Migration(_) | Self::Corrupt { .. } => false,
         }
     }
 }

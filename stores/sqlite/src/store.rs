@@ -9,13 +9,15 @@ use diesel_async::RunQueryDsl as _;
 use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, ProcessError,
-    ProcessResult, Processed, Purged, ScopedBoxFuture, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, HandlerError,
+    IdempotencyStore, ProcessError, ProcessResult, Purged, RetentionPolicy, Store,
+    TimestampAdvance, VersionGuard,
 };
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::pool::{self, ConnPool, PooledConnection};
 use crate::rows::{duration_micros, micros};
-use crate::{Conn, Error, SqliteOptions, blocking};
+use crate::{Conn, SqliteError, SqliteOptions, blocking};
 
 /// The schema, embedded in the binary; applied by [`SqliteStore::migrate`].
 pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
@@ -44,12 +46,12 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 /// The side effect's error inside a transaction, beside the database's own.
-pub(crate) enum TxError<E> {
+pub(crate) enum TxError {
     Db(diesel::result::Error),
-    SideEffect(E),
+    SideEffect(HandlerError),
 }
 
-impl<E> From<diesel::result::Error> for TxError<E> {
+impl From<diesel::result::Error> for TxError {
     fn from(err: diesel::result::Error) -> Self {
         Self::Db(err)
     }
@@ -64,10 +66,27 @@ impl SqliteStore {
     /// `foreign_keys = ON`. The schema is not touched: call
     /// [`SqliteStore::migrate`].
     ///
+    /// Call it on a multi-threaded tokio runtime
+    /// (`#[tokio::main(flavor = "multi_thread")]`): the store's connections run
+    /// each statement on tokio's blocking pool, and a query whose future is dropped
+    /// waits for its statement with `block_in_place`, which panics on a
+    /// current-thread runtime. `open` refuses one up front instead.
+    ///
     /// # Errors
-    /// [`Error::Config`] for an in-memory database or a path that is not UTF-8;
-    /// [`Error::Connect`] when the file cannot be opened or refuses WAL mode.
-    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, Error> {
+    /// [`SqliteError::CurrentThreadRuntime`] on a current-thread tokio runtime
+    /// (`#[tokio::main]` without a flavor is multi-threaded, `#[tokio::test]` is
+    /// not); [`SqliteError::Config`] for an in-memory database or a path that is
+    /// not UTF-8; [`SqliteError::Connect`] when the file cannot be opened or
+    /// refuses WAL mode.
+    pub async fn open(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<Self, SqliteError> {
+        // refused here rather than found out as a panic on the first cancelled
+        // query (a client that disconnects mid-request, a timeout)
+        if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread) {
+            return Err(SqliteError::CurrentThreadRuntime);
+        }
         let url = file_url(path.as_ref())?;
         let pool = pool::build(url, &options)?;
         // open one connection now, so a wrong path fails here and not on the first
@@ -86,9 +105,9 @@ impl SqliteStore {
     /// finds nothing to do.
     ///
     /// # Errors
-    /// [`Error::Migration`] when a migration fails (nothing is applied), or a
+    /// [`SqliteError::Migration`] when a migration fails (nothing is applied), or a
     /// database error.
-    pub async fn migrate(&self) -> Result<usize, Error> {
+    pub async fn migrate(&self) -> Result<usize, SqliteError> {
         let mut conn = self.connection().await?;
         conn.spawn_blocking(|conn: &mut SqliteConnection| Ok(blocking::migrate(conn)))
             .await?
@@ -102,7 +121,7 @@ impl SqliteStore {
     ///
     /// # Errors
     /// The pool could not open a connection.
-    pub async fn connection(&self) -> Result<PooledConnection, Error> {
+    pub async fn connection(&self) -> Result<PooledConnection, SqliteError> {
         PooledConnection::get(&self.inner.pool).await
     }
 
@@ -110,22 +129,50 @@ impl SqliteStore {
     /// effect: the claim, the side effect and the commit run in one trip to tokio's
     /// blocking pool instead of one per statement, which is the fast path when the
     /// side effect is a few diesel statements (`docs/performance.md` measures both).
-    /// The same SQL, transaction and outcomes as `process_once`; see
+    /// The same SQL, transaction and outcomes as `process_once`, and the same
+    /// shapes: the side effect takes the connection and returns
+    /// `Result<T, HandlerError>`, so `?` works on any error; see
     /// [`blocking::process_once`].
+    ///
+    /// # Examples
+    /// ```
+    /// use diesel::RunQueryDsl as _;
+    /// use hookbox_core::{DedupeKey, Processed};
+    /// use hookbox_sqlite::{SqliteOptions, SqliteStore};
+    ///
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("hookbox-pob-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let path = dir.join("hookbox.db");
+    /// let store = SqliteStore::open(&path, SqliteOptions::default()).await?;
+    /// store.migrate().await?;
+    /// let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+    /// let outcome = store
+    ///     .process_once_blocking(&key, |conn| {
+    ///         diesel::sql_query("CREATE TABLE IF NOT EXISTS seen (id TEXT)").execute(conn)?;
+    ///         Ok(diesel::sql_query("INSERT INTO seen VALUES ('evt_1')").execute(conn)?)
+    ///     })
+    ///     .await?;
+    /// assert_eq!(outcome, Processed::Applied(1));
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     /// [`ProcessError::Store`] when the database failed (nothing committed);
     /// [`ProcessError::SideEffect`] with the side effect's error (rolled back, key
     /// released).
-    pub async fn process_once_blocking<T, E, F>(
+    pub async fn process_once_blocking<T, F>(
         &self,
         key: &DedupeKey,
         side_effect: F,
-    ) -> ProcessResult<T, Error, E>
+    ) -> ProcessResult<T, SqliteError>
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&mut SqliteConnection) -> Result<T, HandlerError> + Send + 'static,
         T: Send + 'static,
-        E: Send + 'static,
     {
         let mut conn = self.connection().await.map_err(ProcessError::Store)?;
         let key = key.clone();
@@ -133,7 +180,7 @@ impl SqliteStore {
             Ok(blocking::process_once(conn, &key, side_effect))
         })
         .await
-        .map_err(|err| ProcessError::Store(Error::from_diesel(err)))?
+        .map_err(|err| ProcessError::Store(SqliteError::from_diesel(err)))?
     }
 
     /// Returns the options the store was opened with.
@@ -143,12 +190,12 @@ impl SqliteStore {
 }
 
 /// Checks that `path` names a file SQLite can share between connections.
-pub(crate) fn file_url(path: &Path) -> Result<&str, Error> {
+pub(crate) fn file_url(path: &Path) -> Result<&str, SqliteError> {
     let url = path
         .to_str()
-        .ok_or(Error::Config("the database path is not valid UTF-8"))?;
+        .ok_or(SqliteError::Config("the database path is not valid UTF-8"))?;
     if url.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
-        return Err(Error::Config(
+        return Err(SqliteError::Config(
             "an in-memory database is private to one connection and lost with it; use a file",
         ));
     }
@@ -188,28 +235,33 @@ async fn insert_key(conn: &mut Conn, key: &DedupeKey) -> diesel::QueryResult<Cla
     })
 }
 
-impl IdempotencyStore for SqliteStore {
+impl Store for SqliteStore {
     type Conn = Conn;
-    type Error = Error;
+    type Error = SqliteError;
 
+    fn retention(&self) -> &RetentionPolicy {
+        &self.inner.options.retention
+    }
+}
+
+impl IdempotencyStore for SqliteStore {
     fn claim<'a>(
         &'a self,
         conn: &'a mut Conn,
         key: &'a DedupeKey,
-    ) -> BoxFuture<'a, Result<Claim, Error>> {
-        Box::pin(async move { insert_key(conn, key).await.map_err(Error::from_diesel) })
+    ) -> BoxFuture<'a, Result<Claim, SqliteError>> {
+        Box::pin(async move {
+            insert_key(conn, key)
+                .await
+                .map_err(SqliteError::from_diesel)
+        })
     }
 
-    fn process_once<'a, T, E, F>(
+    fn process_once_erased<'a>(
         &'a self,
         key: &'a DedupeKey,
-        side_effect: F,
-    ) -> BoxFuture<'a, ProcessResult<T, Error, E>>
-    where
-        F: for<'c> FnOnce(&'c mut Conn) -> ScopedBoxFuture<'a, 'c, Result<T, E>> + Send + 'a,
-        T: Send + 'a,
-        E: Send + 'a,
-    {
+        side_effect: ErasedSideEffect<'a, Conn>,
+    ) -> BoxFuture<'a, Result<Claim, ProcessError<SqliteError>>> {
         Box::pin(async move {
             let mut conn = self.connection().await.map_err(ProcessError::Store)?;
             // BEGIN IMMEDIATE takes the write lock up front: a concurrent copy waits
@@ -219,22 +271,22 @@ impl IdempotencyStore for SqliteStore {
             let outcome = conn
                 .immediate_transaction(async move |conn: &mut Conn| {
                     if insert_key(conn, key).await? == Claim::Duplicate {
-                        return Ok(Processed::Duplicate);
+                        return Ok(Claim::Duplicate);
                     }
-                    match side_effect(conn).await {
-                        Ok(value) => Ok(Processed::Applied(value)),
-                        Err(err) => Err(TxError::SideEffect(err)),
-                    }
+                    side_effect(conn, &&())
+                        .await
+                        .map_err(TxError::SideEffect)?;
+                    Ok(Claim::New)
                 })
                 .await;
             outcome.map_err(|err| match err {
-                TxError::Db(err) => ProcessError::Store(Error::from_diesel(err)),
+                TxError::Db(err) => ProcessError::Store(SqliteError::from_diesel(err)),
                 TxError::SideEffect(err) => ProcessError::SideEffect(err),
             })
         })
     }
 
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, Error>> {
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, SqliteError>> {
         Box::pin(purge(self, now))
     }
 }
@@ -245,7 +297,7 @@ impl VersionGuard for SqliteStore {
         conn: &'a mut Conn,
         object: &'a str,
         version: i64,
-    ) -> BoxFuture<'a, Result<Advance, Error>> {
+    ) -> BoxFuture<'a, Result<Advance, SqliteError>> {
         let object = object.to_owned();
         Box::pin(async move {
             conn.spawn_blocking(move |conn: &mut SqliteConnection| {
@@ -260,7 +312,7 @@ impl VersionGuard for SqliteStore {
         conn: &'a mut Conn,
         object: &'a str,
         at: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<TimestampAdvance, Error>> {
+    ) -> BoxFuture<'a, Result<TimestampAdvance, SqliteError>> {
         let object = object.to_owned();
         Box::pin(async move {
             // the write and the read-back of a tie in one blocking-pool trip
@@ -273,7 +325,7 @@ impl VersionGuard for SqliteStore {
 }
 
 /// Deletes expired keys and processed inbox rows, provider by provider, in batches.
-async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, Error> {
+async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, SqliteError> {
     const KEYS_OF: &str = "DELETE FROM hookbox_processed_keys WHERE (source, provider, delivery_id) IN \
          (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
           WHERE provider = ? AND received_at < ? LIMIT ?)";
@@ -318,7 +370,7 @@ async fn delete_in_batches(
     selector: &str,
     before: i64,
     batch: i64,
-) -> Result<u64, Error> {
+) -> Result<u64, SqliteError> {
     let mut total = 0;
     loop {
         let deleted = diesel::sql_query(sql)

@@ -12,7 +12,7 @@ use std::time::Duration;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use hookbox_core::BoxFuture;
-use hookbox_diesel_pg::{PgOptions, PgStore, PgStoreError, diesel, diesel_async};
+use hookbox_diesel_pg::{PgOptions, PgStore, PgError, diesel, diesel_async};
 
 /// The service URL's variable.
 pub const URL_VAR: &str = "HOOKBOX_PG_URL";
@@ -122,7 +122,7 @@ pub fn credit<'c>(
     conn: &'c mut AsyncPgConnection,
     account: &'c str,
     amount: i64,
-) -> BoxFuture<'c, Result<(), PgStoreError>> {
+) -> BoxFuture<'c, Result<(), PgError>> {
     Box::pin(async move {
         diesel::sql_query(
             "INSERT INTO ledger (account, balance) VALUES ($1, $2) \
@@ -143,7 +143,7 @@ pub fn apply<'c>(
     event: &'c str,
     account: &'c str,
     amount: i64,
-) -> BoxFuture<'c, Result<(), PgStoreError>> {
+) -> BoxFuture<'c, Result<(), PgError>> {
     Box::pin(async move {
         diesel::sql_query("INSERT INTO applications (event) VALUES ($1)")
             .bind::<Text, _>(event)

@@ -17,7 +17,7 @@ use hookbox_redis_cache::{CacheOptions, Cached};
 #[allow(unused_imports)]
 pub use hookbox_sqlite::testing::{TempDir, balance, credit, open as open_sqlite, total};
 use hookbox_sqlite::testing::{plan, set_plan};
-use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
+use hookbox_sqlite::{Conn, SqliteError, SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A Redis address where nothing listens: every lookup fails at once.
@@ -150,10 +150,10 @@ impl Fixture {
         sqlite: SqliteOptions,
     ) -> Self {
         let dir = TempDir::new();
-        let retention = sqlite.retention_policy().clone();
         let inner = open_sqlite(&dir.db(), sqlite).await;
-        let store = Cached::new(inner, redis, options.prefix(unique_prefix()), &retention)
-            .expect("valid cache options");
+        // the TTL ceiling is the store's own retention
+        let store =
+            Cached::new(inner, redis, options.prefix(unique_prefix())).expect("valid cache options");
         Self { store, dir }
     }
 
@@ -165,11 +165,8 @@ impl Fixture {
         account: &str,
         amount: i64,
     ) -> hookbox_core::Processed<()> {
-        let account = account.to_string();
         self.store
-            .process_once(key, move |conn| {
-                Box::pin(async move { credit(conn, &account, amount).await })
-            })
+            .process_once(key, async |conn| Ok(credit(conn, account, amount).await?))
             .await
             .unwrap()
     }
@@ -216,7 +213,7 @@ pub struct CachedHarness<R> {
 
 impl<R: RedisChoice> Harness for CachedHarness<R> {
     type Conn = Conn;
-    type Error = Error;
+    type Error = SqliteError;
     type Store = Cached<SqliteStore>;
 
     fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
@@ -250,7 +247,7 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         conn: &'c mut Conn,
         account: &'c str,
         amount: i64,
-    ) -> BoxFuture<'c, Result<(), Error>> {
+    ) -> BoxFuture<'c, Result<(), SqliteError>> {
         Box::pin(credit(conn, account, amount))
     }
 
@@ -258,15 +255,15 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         conn: &'c mut Conn,
         account: &'c str,
         plan: &'c str,
-    ) -> BoxFuture<'c, Result<(), Error>> {
+    ) -> BoxFuture<'c, Result<(), SqliteError>> {
         Box::pin(set_plan(conn, account, plan))
     }
 
-    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
+    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, SqliteError>> {
         Box::pin(balance(self.fixture.store.inner(), account))
     }
 
-    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
+    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, SqliteError>> {
         Box::pin(plan(self.fixture.store.inner(), account))
     }
 
@@ -275,11 +272,11 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         key: &'a DedupeKey,
         account: &'a str,
         amount: i64,
-    ) -> BoxFuture<'a, Result<Claim, Error>> {
+    ) -> BoxFuture<'a, Result<Claim, SqliteError>> {
         Box::pin(async move {
             let store = &self.fixture.store;
             let mut conn = store.inner().connection().await?;
-            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, Error> {
+            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, SqliteError> {
                 // the claim goes through the cache wrapper, as a user's would
                 let claim = store.claim(conn, key).await?;
                 if claim == Claim::New {
