@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hookbox_axum::{Webhook, axum};
+use hookbox_cli::store::Location;
 use hookbox_core::http::Uri;
 use hookbox_core::{
     Inbox, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, run_worker,
@@ -139,10 +140,10 @@ impl Target {
                 .map(Self::Temporary)
                 .map_err(|err| UsageError(format!("cannot create a temporary directory: {err}")));
         };
-        if store.starts_with("postgres://") || store.starts_with("postgresql://") {
-            return Ok(Self::Postgres(store.to_string()));
-        }
-        let path = PathBuf::from(store.strip_prefix("sqlite://").unwrap_or(store));
+        let path = match Location::parse(store) {
+            Location::Postgres(url) => return Ok(Self::Postgres(url.to_string())),
+            Location::Sqlite(path) => path.to_path_buf(),
+        };
         if path.exists() {
             return Err(UsageError(format!(
                 "--store {}: the file exists; the demo needs a new one (or leave --store out for a temporary file)",

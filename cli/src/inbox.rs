@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use clap::{Args, Subcommand, ValueEnum};
+use hookbox_cli::store::open_admin;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    IdempotencyStore, Inbox, InboxFilter, InboxStats, Purged, RetentionPolicy, StoredDelivery,
+    AnyStoreError, InboxFilter, InboxStats, Purged, RetentionPolicy, StoredDelivery, error_chain,
 };
-use hookbox_diesel_pg::{PgOptions, PgStore};
-use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{Value, json};
 
 use crate::UsageError;
@@ -99,12 +98,6 @@ impl From<Status> for InboxFilter {
     }
 }
 
-/// One of the two stores, chosen by the `--store` value.
-enum AnyStore {
-    Sqlite(SqliteStore),
-    Postgres(PgStore),
-}
-
 /// Runs `hookbox inbox`: 0 on success, 1 when the store failed, 2 for usage errors.
 pub(crate) fn run(args: &InboxArgs) -> Result<ExitCode, UsageError> {
     let purge_policy = match &args.command {
@@ -139,58 +132,48 @@ async fn execute(
     args: &InboxArgs,
     purge_policy: Option<RetentionPolicy>,
 ) -> Result<Vec<Value>, String> {
-    let store = open(&args.store, args.schema.as_deref(), purge_policy).await?;
+    // no migration: an operator command never changes the schema
+    let store = open_admin(
+        &args.store,
+        args.schema.as_deref(),
+        purge_policy.unwrap_or_default(),
+    )
+    .await
+    .map_err(|err| error_chain(&err))?;
+    let failed = |err: AnyStoreError| error_chain(&err);
     let rows = |rows: Vec<StoredDelivery>| rows.iter().map(summary).collect::<Vec<_>>();
     Ok(match &args.command {
-        InboxCommand::Stats => vec![stats_json(store.stats().await?)],
-        InboxCommand::List { status, limit } => rows(store.list((*status).into(), *limit).await?),
-        InboxCommand::Dead { limit } => rows(store.list(InboxFilter::Dead, *limit).await?),
-        InboxCommand::Show { id } => match store.get(*id).await? {
+        InboxCommand::Stats => vec![stats_json(store.stats().await.map_err(failed)?)],
+        InboxCommand::List { status, limit } => {
+            rows(store.list((*status).into(), *limit).await.map_err(failed)?)
+        }
+        InboxCommand::Dead { limit } => rows(
+            store
+                .list(InboxFilter::Dead, *limit)
+                .await
+                .map_err(failed)?,
+        ),
+        InboxCommand::Show { id } => match store.get(*id).await.map_err(failed)? {
             Some(row) => vec![detail(&row)],
             None => return Err(format!("no inbox row with id {id}")),
         },
         InboxCommand::Replay { id, all } => {
             let replayed = if *all {
-                store.replay_all().await?
+                store.replay_all().await.map_err(failed)?
             } else {
                 let id = id.ok_or("give a dead letter's id or --all")?;
-                u64::from(store.replay(id).await?)
+                u64::from(store.replay(id).await.map_err(failed)?)
             };
             vec![json!({ "replayed": replayed })]
         }
         InboxCommand::Purge { .. } => {
-            let Purged { keys, inbox_rows } = store.purge(OffsetDateTime::now_utc()).await?;
+            let Purged { keys, inbox_rows } = store
+                .purge(OffsetDateTime::now_utc())
+                .await
+                .map_err(failed)?;
             vec![json!({ "purged_keys": keys, "purged_inbox_rows": inbox_rows })]
         }
     })
-}
-
-/// Opens the store named by `--store` (no migration: an operator command never
-/// changes the schema).
-async fn open(
-    store: &str,
-    schema: Option<&str>,
-    retention: Option<RetentionPolicy>,
-) -> Result<AnyStore, String> {
-    let retention = retention.unwrap_or_default();
-    if store.starts_with("postgres://") || store.starts_with("postgresql://") {
-        let mut options = PgOptions::new().max_connections(2).retention(retention);
-        if let Some(schema) = schema {
-            options = options.schema(schema);
-        }
-        return PgStore::connect(store, options)
-            .await
-            .map(AnyStore::Postgres)
-            .map_err(|err| describe(&err));
-    }
-    let path = store.strip_prefix("sqlite://").unwrap_or(store);
-    if !std::path::Path::new(path).exists() {
-        return Err(format!("no SQLite file at {path}"));
-    }
-    SqliteStore::open(path, SqliteOptions::default().retention(retention))
-        .await
-        .map(AnyStore::Sqlite)
-        .map_err(|err| describe(&err))
 }
 
 /// Builds the purge policy from `--keep provider=duration` values.
@@ -229,62 +212,6 @@ fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     number.checked_mul(seconds).map(Duration::from_secs)
-}
-
-impl AnyStore {
-    async fn stats(&self) -> Result<InboxStats, String> {
-        match self {
-            Self::Sqlite(s) => s.stats().await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.stats().await.map_err(|e| describe(&e)),
-        }
-    }
-
-    async fn list(&self, filter: InboxFilter, limit: u32) -> Result<Vec<StoredDelivery>, String> {
-        match self {
-            Self::Sqlite(s) => s.list(filter, limit).await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.list(filter, limit).await.map_err(|e| describe(&e)),
-        }
-    }
-
-    async fn get(&self, id: i64) -> Result<Option<StoredDelivery>, String> {
-        match self {
-            Self::Sqlite(s) => s.get(id).await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.get(id).await.map_err(|e| describe(&e)),
-        }
-    }
-
-    async fn replay(&self, id: i64) -> Result<bool, String> {
-        match self {
-            Self::Sqlite(s) => s.replay(id).await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.replay(id).await.map_err(|e| describe(&e)),
-        }
-    }
-
-    async fn replay_all(&self) -> Result<u64, String> {
-        match self {
-            Self::Sqlite(s) => s.replay_all().await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.replay_all().await.map_err(|e| describe(&e)),
-        }
-    }
-
-    async fn purge(&self, now: OffsetDateTime) -> Result<Purged, String> {
-        match self {
-            Self::Sqlite(s) => s.purge(now).await.map_err(|e| describe(&e)),
-            Self::Postgres(s) => s.purge(now).await.map_err(|e| describe(&e)),
-        }
-    }
-}
-
-/// An error with its causes, on one line.
-fn describe(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn unix(at: Option<OffsetDateTime>) -> Value {

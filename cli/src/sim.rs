@@ -12,6 +12,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use hookbox_cli::store::Location;
 use hookbox_sim::pg::{self, CrashDesign, PgSimOptions};
 
 use crate::UsageError;
@@ -102,7 +103,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<ExitCode, UsageError> {
     let start = Instant::now();
     let pg_options = match &args.store {
         None => None,
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+        Some(url) if Location::parse(url).is_postgres() => {
             let exe = std::env::current_exe().map_err(|err| {
                 UsageError(format!(
                     "cannot find this binary to start the crash test's workers: {err}"

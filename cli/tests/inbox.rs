@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use hookbox_core::testing::delivery;
-use hookbox_core::{BoxFuture, Inbox as _, RetryPolicy, StoredDelivery, Worked};
+use hookbox_core::{Delivery, HandlerError, Inbox as _, RetryPolicy, Worked};
 use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
 use serde_json::Value;
 
@@ -31,18 +31,12 @@ impl Drop for TempDir {
     }
 }
 
-fn fail_on_poison<'c>(
-    _conn: &'c mut Conn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), String>> {
-    let poison = row.body.as_ref() == b"poison";
-    Box::pin(async move {
-        if poison {
-            Err("cannot parse: poison".to_string())
-        } else {
-            Ok(())
-        }
-    })
+async fn fail_on_poison(_conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    if delivery.body().as_ref() == b"poison" {
+        Err("cannot parse: poison".into())
+    } else {
+        Ok(())
+    }
 }
 
 /// A store with one processed row, one dead letter and one pending row.

@@ -423,7 +423,11 @@ impl<S: Inbox + IdempotencyStore> InboxAdmin for S {
         filter: InboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
-        Box::pin(async move { Inbox::list(self, filter, limit).await.map_err(AnyStoreError::new) })
+        Box::pin(async move {
+            Inbox::list(self, filter, limit)
+                .await
+                .map_err(AnyStoreError::new)
+        })
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
@@ -439,7 +443,11 @@ impl<S: Inbox + IdempotencyStore> InboxAdmin for S {
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
-        Box::pin(async move { IdempotencyStore::purge(self, now).await.map_err(AnyStoreError::new) })
+        Box::pin(async move {
+            IdempotencyStore::purge(self, now)
+                .await
+                .map_err(AnyStoreError::new)
+        })
     }
 }
 

@@ -64,16 +64,16 @@ pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
 pub use inbox::{
-    AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received, RetryPolicy,
-    StoredDelivery, Worked,
+    AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
+    RetryPolicy, StoredDelivery, Worked,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
-    Advance, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError, ProcessResult, Processed, Purged,
-    Store, StoreError, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError, ProcessResult,
+    Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
 };
 #[cfg(feature = "worker")]
 pub use worker::{WorkerReport, run_worker};

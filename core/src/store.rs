@@ -88,7 +88,9 @@ impl<S: StoreError> fmt::Display for ProcessError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Store(_) => "the store failed; nothing was committed",
-            Self::SideEffect(_) => "the side effect failed; its writes and the claim were rolled back",
+            Self::SideEffect(_) => {
+                "the side effect failed; its writes and the claim were rolled back"
+            }
         })
     }
 }
@@ -182,9 +184,11 @@ pub trait IdempotencyStore: Store {
             });
             match self.process_once_erased(key, erased).await? {
                 Claim::Duplicate => Ok(Processed::Duplicate),
-                Claim::New => value
-                    .map(Processed::Applied)
-                    .ok_or_else(|| ProcessError::SideEffect("the store committed without running the side effect".into())),
+                Claim::New => value.map(Processed::Applied).ok_or_else(|| {
+                    ProcessError::SideEffect(
+                        "the store committed without running the side effect".into(),
+                    )
+                }),
             }
         })
     }

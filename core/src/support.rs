@@ -253,7 +253,10 @@ pub fn decode_hex_mac(value: &str) -> Option<[u8; 32]> {
     let digits = value.as_bytes();
     let mut invalid = 0u8;
     for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        let (high, low) = (HEX_VALUE[usize::from(pair[0])], HEX_VALUE[usize::from(pair[1])]);
+        let (high, low) = (
+            HEX_VALUE[usize::from(pair[0])],
+            HEX_VALUE[usize::from(pair[1])],
+        );
         invalid |= (high | low) & 0xf0;
         *byte = (high << 4) | (low & 0x0f);
     }
@@ -371,7 +374,10 @@ mod tests {
             &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]
         );
         assert!(decode_hex_mac(&hex64.to_uppercase()).is_some());
-        assert!(decode_hex_mac(&hex64.replace('7', "\u{e9}")[..64]).is_none(), "not ASCII");
+        assert!(
+            decode_hex_mac(&hex64.replace('7', "\u{e9}")[..64]).is_none(),
+            "not ASCII"
+        );
         assert!(decode_hex_mac(&hex64[1..]).is_none(), "odd length");
         assert!(
             decode_hex_mac(&hex64.replace('7', "g")).is_none(),

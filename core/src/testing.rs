@@ -142,7 +142,9 @@ pub fn delivery_with_facts(id: &str, body: &str) -> VerifiedDelivery {
     )
     .with_event_type(Some("credit.facts".to_string()))
     .with_correlation_id(Some(format!("obj_{id}:credit.facts")))
-    .with_signed_at(Some(OffsetDateTime::from_unix_timestamp(1_790_000_039).unwrap()))
+    .with_signed_at(Some(
+        OffsetDateTime::from_unix_timestamp(1_790_000_039).unwrap(),
+    ))
 }
 
 /// Runs `process_once` with a 100-credit side effect on `account`.
@@ -586,7 +588,10 @@ pub async fn check_inbox_keeps_correlation_id_and_signed_at<H: Harness>() {
 
     let row = find_by_key(&h, "evt_facts").await;
     assert_eq!(row.correlation_id.as_deref(), with.correlation_id());
-    assert_eq!(row.correlation_id.as_deref(), Some("obj_evt_facts:credit.facts"));
+    assert_eq!(
+        row.correlation_id.as_deref(),
+        Some("obj_evt_facts:credit.facts")
+    );
     assert_eq!(row.signed_at, with.signed_at());
     assert_eq!(
         row.signed_at,
@@ -596,7 +601,11 @@ pub async fn check_inbox_keeps_correlation_id_and_signed_at<H: Harness>() {
     let view = row.delivery();
     assert_eq!(view.correlation_id(), with.correlation_id());
     assert_eq!(view.signed_at(), with.signed_at());
-    assert_eq!(Some(view.occurred_at()), with.signed_at(), "the signed time");
+    assert_eq!(
+        Some(view.occurred_at()),
+        with.signed_at(),
+        "the signed time"
+    );
 
     let bare = find_by_key(&h, "evt_no_facts").await;
     assert_eq!(bare.correlation_id, None);
@@ -707,7 +716,10 @@ pub async fn check_one_handler_serves_both_modes<H: Harness>() {
     assert_eq!(h.balance("acct").await.unwrap(), 100);
 
     // from the inbox: the same delivery stored, then worked by the same handler
-    assert_eq!(h.store().receive(&verified).await.unwrap(), Received::Stored);
+    assert_eq!(
+        h.store().receive(&verified).await.unwrap(),
+        Received::Stored
+    );
     assert_eq!(drain(&h, &handler).await, 1);
     assert_eq!(h.balance("acct").await.unwrap(), 200);
 

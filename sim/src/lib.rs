@@ -34,7 +34,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hookbox_core::{Advance, DedupeKey, Processed};
+use hookbox_core::{Advance, DedupeKey, Processed, error_chain};
 use hookbox_sqlite::blocking;
 use hookbox_sqlite::diesel::connection::SimpleConnection as _;
 use hookbox_sqlite::diesel::prelude::*;
@@ -548,15 +548,13 @@ fn atomic(conn: &mut SqliteConnection, e: &Event, guard: Guard) -> Result<bool, 
     let outcome = blocking::process_once(conn, &key, |conn| {
         if guard == Guard::Passed && e.kind == Kind::Plan {
             let object = format!("acct_{}", e.acct);
-            if blocking::advance(conn, &object, e.version).map_err(|e| e.to_string())?
-                == Advance::Stale
-            {
+            if blocking::advance(conn, &object, e.version)? == Advance::Stale {
                 return Ok(false);
             }
         }
-        apply(conn, e, guard).map_err(|e| e.to_string())
+        Ok(apply(conn, e, guard)?)
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| error_chain(&e))?;
     Ok(match outcome {
         Processed::Applied(stale) => stale,
         Processed::Duplicate => false,

@@ -41,7 +41,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::error::Error;
-use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -61,10 +60,7 @@ use hookbox_axum::Webhook;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{
-    BoxFuture, Inbox, InboxStats, Provider as _, Received, RetentionPolicy, Signer as _,
-    StoredDelivery, VerifiedDelivery, Worked,
-};
+use hookbox_core::{Inbox, Provider as _, Received, Signer as _, VerifiedDelivery};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_redis_cache::redis::aio::ConnectionManager;
 use hookbox_redis_cache::{CacheOptions, CacheStats, Cached, redis};
@@ -173,7 +169,7 @@ impl<T> Batch<T> {
 enum Answer {
     /// 2xx, `"outcome":"stored"` (or `Received::Stored`).
     Stored,
-    /// 2xx, `"outcome":"duplicate"` (or `Received::AlreadyStored`).
+    /// 2xx, `"outcome":"duplicate"` (or `Received::Duplicate`).
     Duplicate,
     /// 2xx from the bare handler.
     Ok,
@@ -490,53 +486,6 @@ fn bare_router(limit: usize) -> Router {
         .layer(DefaultBodyLimit::max(limit))
 }
 
-/// Lends an `Arc`'d store to the edge (which takes its store by value), so the bench
-/// can still read the Redis cache's counters. Every method is the store's own.
-struct Shared<S>(Arc<S>);
-
-impl<S: Inbox> Inbox for Shared<S> {
-    type Conn = S::Conn;
-    type Error = S::Error;
-
-    fn receive<'a>(
-        &'a self,
-        delivery: &'a VerifiedDelivery,
-    ) -> BoxFuture<'a, Result<Received, Self::Error>> {
-        self.0.receive(delivery)
-    }
-
-    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, Self::Error>>
-    where
-        H: for<'c> Fn(&'c mut Self::Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'a,
-        E: fmt::Display + Send + 'a,
-    {
-        self.0.work_one(handler)
-    }
-
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>> {
-        self.0.get(id)
-    }
-
-    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>> {
-        self.0.dead_letters(limit)
-    }
-
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Self::Error>> {
-        self.0.replay(id)
-    }
-
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, Self::Error>> {
-        self.0.replay_all()
-    }
-
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Self::Error>> {
-        self.0.stats()
-    }
-}
-
 /// Which path a row measures.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -674,7 +623,7 @@ impl Ctx {
                 async move {
                     match store.receive(&delivery).await {
                         Ok(Received::Stored) => Answer::Stored,
-                        Ok(Received::AlreadyStored) => Answer::Duplicate,
+                        Ok(Received::Duplicate) => Answer::Duplicate,
                         Err(err) => Answer::Failed(format!("receive failed: {}", chain(&err))),
                     }
                 }
@@ -780,12 +729,7 @@ impl Ctx {
 
     /// Every row of one store: the edge without the cache beside `Inbox::receive`
     /// without HTTP, then with the Redis cache beside the bare handler.
-    fn store_section<S>(
-        &self,
-        name: &'static str,
-        store: S,
-        retention: &RetentionPolicy,
-    ) -> Result<(), BoxErr>
+    fn store_section<S>(&self, name: &'static str, store: S) -> Result<(), BoxErr>
     where
         S: Inbox + Clone + 'static,
     {
@@ -828,15 +772,13 @@ impl Ctx {
         let options = CacheOptions::default()
             .prefix(redis.prefix.clone())
             .ttl(Duration::from_secs(600));
-        let cached = Arc::new(Cached::new(
-            store,
-            redis.manager.clone(),
-            options,
-            retention,
-        )?);
+        // the TTL ceiling is the store's own retention
+        let cached = Arc::new(Cached::new(store, redis.manager.clone(), options)?);
+        // the edge takes its store by value: an `Arc` of the cache is one, and the
+        // bench keeps the other to read the cache's counters
         let server = serve(
             &self.server_rt,
-            Webhook::inbox(Standard::new(SECRET)?, Shared(Arc::clone(&cached))).into_router(PATH),
+            Webhook::inbox(Standard::new(SECRET)?, Arc::clone(&cached)).into_router(PATH),
         )?;
         let via = Via::Edge { cache: true };
         let before = cached.cache_stats();
@@ -1052,8 +994,7 @@ fn sqlite_section(ctx: &Ctx, path: &Path) -> Result<(), BoxErr> {
         store.migrate().await?;
         Ok::<_, BoxErr>(store)
     })?;
-    let retention = store.options().retention_policy().clone();
-    ctx.store_section("sqlite", store, &retention)
+    ctx.store_section("sqlite", store)
 }
 
 fn main() -> Result<(), BoxErr> {
@@ -1171,10 +1112,7 @@ fn main() -> Result<(), BoxErr> {
         sqlite_section(&ctx, &dir.0.join("hookbox.db"))?;
 
         match &pg {
-            Some(store) => {
-                let retention = store.options().get_retention().clone();
-                ctx.store_section("postgres", store.clone(), &retention)?;
-            }
+            Some(store) => ctx.store_section("postgres", store.clone())?,
             None => println!("{:<26} (skipped: server unreachable)", "postgres"),
         }
         Ok(())

@@ -53,7 +53,7 @@ use diesel_async::{
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BoxFuture, DedupeKey, IdempotencyStore as _, Inbox as _, KeptHeaders, StoredDelivery,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore as _, Inbox as _, KeptHeaders,
     VerifiedDelivery, Worked,
 };
 use hookbox_diesel_pg::{PgOptions, PgStore};
@@ -145,24 +145,30 @@ async fn pg_bump(conn: &mut AsyncPgConnection, account: &str) -> diesel::QueryRe
         .await
 }
 
-/// The worker's handler on SQLite: the side effect, on an account picked by row id.
-fn sqlite_handler<'c>(
-    conn: &'c mut SqliteConn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, diesel::QueryResult<()>> {
-    Box::pin(async move { sqlite_bump(conn, account_of_row(row)).await.map(drop) })
+/// The worker's handler on SQLite: the side effect, on an account picked by the
+/// delivery's number.
+async fn sqlite_handler(conn: &mut SqliteConn, delivery: &Delivery) -> Result<(), HandlerError> {
+    sqlite_bump(conn, account_of(delivery)).await?;
+    Ok(())
 }
 
 /// The worker's handler on Postgres.
-fn pg_handler<'c>(
-    conn: &'c mut AsyncPgConnection,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, diesel::QueryResult<()>> {
-    Box::pin(async move { pg_bump(conn, account_of_row(row)).await.map(drop) })
+async fn pg_handler(conn: &mut AsyncPgConnection, delivery: &Delivery) -> Result<(), HandlerError> {
+    pg_bump(conn, account_of(delivery)).await?;
+    Ok(())
 }
 
-fn account_of_row(row: &StoredDelivery) -> &'static str {
-    ACCOUNTS[row.id.rem_euclid(ACCOUNTS.len() as i64) as usize]
+/// The account a worker row updates: by the number that ends its delivery id
+/// ([`bench_key`]), so consecutive rows, which workers take side by side, update
+/// different accounts.
+fn account_of(delivery: &Delivery) -> &'static str {
+    let n = delivery
+        .delivery_id()
+        .rsplit('_')
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    ACCOUNTS[(n % ACCOUNTS.len() as u64) as usize]
 }
 
 fn unix_micros(at: OffsetDateTime) -> i64 {
@@ -348,20 +354,22 @@ impl Target {
         match (&self.backend, side) {
             (Backend::Sqlite { store, .. }, Side::Hookbox) => {
                 let done = store
-                    .process_once(key, move |conn| Box::pin(sqlite_bump(conn, account)))
+                    .process_once(key, async move |conn| Ok(sqlite_bump(conn, account).await?))
                     .await?;
                 Ok(!done.is_duplicate())
             }
             (Backend::Sqlite { store, .. }, Side::Blocking) => {
                 let done = store
-                    .process_once_blocking(key, move |conn| sqlite_bump_blocking(conn, account))
+                    .process_once_blocking(key, move |conn| {
+                        Ok(sqlite_bump_blocking(conn, account)?)
+                    })
                     .await?;
                 Ok(!done.is_duplicate())
             }
             (Backend::Sqlite { raw, .. }, Side::Raw) => sqlite_raw_claim(raw, key, account).await,
             (Backend::Pg { store, .. }, Side::Hookbox) => {
                 let done = store
-                    .process_once(key, move |conn| Box::pin(pg_bump(conn, account)))
+                    .process_once(key, async move |conn| Ok(pg_bump(conn, account).await?))
                     .await?;
                 Ok(!done.is_duplicate())
             }

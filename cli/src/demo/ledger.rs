@@ -10,6 +10,7 @@
 //! numbers as `?1`.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::DerefMut;
 
 use diesel::backend::{Backend, DieselReserveSpecialization};
@@ -17,7 +18,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, HasSqlType, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
-use hookbox_core::{Advance, BoxFuture, Inbox, StoredDelivery, VersionGuard};
+use hookbox_core::{Advance, Delivery, Handler, HandlerError, Inbox, VersionGuard};
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
 
@@ -69,13 +70,13 @@ pub(crate) trait DemoConn: Send {
         &'c mut self,
         sql: &'c str,
         args: &'c [Arg<'c>],
-    ) -> BoxFuture<'c, diesel::QueryResult<usize>>;
+    ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c;
 
     /// Runs a query whose rows are `name TEXT, n BIGINT`.
     fn pairs<'c>(
         &'c mut self,
         sql: &'c str,
-    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>>;
+    ) -> impl Future<Output = diesel::QueryResult<Vec<(String, i64)>>> + Send + 'c;
 }
 
 /// Binds `args` to `sql` as one query type, whatever their number.
@@ -99,20 +100,15 @@ impl DemoConn for hookbox_sqlite::Conn {
         &'c mut self,
         sql: &'c str,
         args: &'c [Arg<'c>],
-    ) -> BoxFuture<'c, diesel::QueryResult<usize>> {
+    ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c {
         // SQLite numbers its parameters `?1`, `?2`, … where Postgres writes `$1`, `$2`, …
         let query = bound::<diesel::sqlite::Sqlite>(sql.replace('$', "?"), args);
-        Box::pin(query.execute(self))
+        query.execute(self)
     }
 
-    fn pairs<'c>(
-        &'c mut self,
-        sql: &'c str,
-    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>> {
-        Box::pin(async move {
-            let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
-            Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
-        })
+    async fn pairs<'c>(&'c mut self, sql: &'c str) -> diesel::QueryResult<Vec<(String, i64)>> {
+        let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
+        Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
     }
 }
 
@@ -121,19 +117,14 @@ impl DemoConn for AsyncPgConnection {
         &'c mut self,
         sql: &'c str,
         args: &'c [Arg<'c>],
-    ) -> BoxFuture<'c, diesel::QueryResult<usize>> {
+    ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c {
         let query = bound::<diesel::pg::Pg>(sql.to_string(), args);
-        Box::pin(query.execute(self))
+        query.execute(self)
     }
 
-    fn pairs<'c>(
-        &'c mut self,
-        sql: &'c str,
-    ) -> BoxFuture<'c, diesel::QueryResult<Vec<(String, i64)>>> {
-        Box::pin(async move {
-            let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
-            Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
-        })
+    async fn pairs<'c>(&'c mut self, sql: &'c str) -> diesel::QueryResult<Vec<(String, i64)>> {
+        let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
+        Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
     }
 }
 
@@ -146,22 +137,22 @@ pub(crate) trait DemoStore<C: DemoConn>:
     type Pooled: DerefMut<Target = C> + Send;
 
     /// Checks a connection out of the store's pool.
-    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>>;
+    fn checkout(&self) -> impl Future<Output = Result<Self::Pooled, Failure>> + Send;
 }
 
 impl DemoStore<hookbox_sqlite::Conn> for SqliteStore {
     type Pooled = hookbox_sqlite::PooledConnection;
 
-    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>> {
-        Box::pin(async move { Ok(self.connection().await?) })
+    async fn checkout(&self) -> Result<Self::Pooled, Failure> {
+        Ok(self.connection().await?)
     }
 }
 
 impl DemoStore<AsyncPgConnection> for PgStore {
     type Pooled = hookbox_diesel_pg::PooledConnection;
 
-    fn checkout(&self) -> BoxFuture<'_, Result<Self::Pooled, Failure>> {
-        Box::pin(async move { Ok(self.connection().await?) })
+    async fn checkout(&self) -> Result<Self::Pooled, Failure> {
+        Ok(self.connection().await?)
     }
 }
 
@@ -175,30 +166,23 @@ pub(crate) async fn create_tables<C: DemoConn>(conn: &mut C) -> Result<(), Failu
 
 /// Returns the worker's handler: it applies one inbox row with `store`'s version
 /// guard, on the row's transaction.
-pub(crate) fn handler<S, C>(
-    store: S,
-) -> impl for<'c> Fn(&'c mut C, &'c StoredDelivery) -> BoxFuture<'c, Result<(), Failure>>
-+ Send
-+ Sync
-+ 'static
+pub(crate) fn handler<S, C>(store: S) -> impl Handler<C> + 'static
 where
     S: VersionGuard<Conn = C> + Clone + 'static,
     C: DemoConn,
 {
-    move |conn, row| {
-        let store = store.clone();
-        Box::pin(async move { apply(&store, conn, row).await })
-    }
+    // each call runs on a fresh clone of the closure, and so of the store (a pool handle)
+    async move |conn: &mut C, delivery: &Delivery| apply(&store, conn, delivery).await
 }
 
 /// Applies one delivery: a credit, or a plan update the version guard lets through;
 /// then logs what it did. Any error rolls all of it back with the row.
-async fn apply<S, C>(store: &S, conn: &mut C, row: &StoredDelivery) -> Result<(), Failure>
+async fn apply<S, C>(store: &S, conn: &mut C, delivery: &Delivery) -> Result<(), HandlerError>
 where
     S: VersionGuard<Conn = C>,
     C: DemoConn,
 {
-    let payload: Payload = row.parse()?;
+    let payload: Payload = delivery.parse()?;
     let account = payload.account.as_str();
     let outcome = match &payload.change {
         Change::Credit { amount } => {

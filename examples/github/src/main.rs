@@ -1,61 +1,220 @@
-//! A GitHub webhook receiver: `POST /webhooks/github` verifies each delivery and
-//! stores it in the inbox; a worker counts every `push` per repository, with its
-//! commits, exactly once, in the same transaction that marks the delivery processed.
+//! A GitHub webhook receiver: `POST /webhooks/github` verifies each delivery; a
+//! handler counts every `push` per repository, with its commits, exactly once.
 //!
-//! The store, the endpoint, the worker and shutdown are `hookbox-example-kit`'s
-//! (`examples/kit`); this file keeps only what is this example's own.
+//! ```text
+//! example-github                     inbox: store, answer 200, a worker applies (default)
+//! example-github serve --no-worker   the inbox receiver only
+//! example-github worker              the worker only: drains the inbox, no HTTP
+//! example-github serve --inline      inline: apply inside the request, no inbox
+//! ```
 //!
-//! Configuration (see README.md): `PORT`, `WEBHOOK_SECRET`, `HOOKBOX_STORE` (a SQLite
-//! file, or a `postgres://` URL), `HOOKBOX_REDIS_URL` (optional front cache).
+//! Both modes run the same handler, [`count_push`], in the same kind of transaction:
+//! the worker's on the inbox row, the inline endpoint's on the dedupe key. Switching
+//! is the one `Webhook::inbox` / `Webhook::inline` line in `main`.
+//!
+//! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
+//! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
+//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
-use hookbox_core::StoredDelivery;
-use hookbox_example_kit::{Error, Example, Statement};
+use std::time::Duration;
+
+use hookbox_axum::{Webhook, axum};
+use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_github::GitHub;
-use hookbox_sqlite::diesel;
-use hookbox_sqlite::diesel::sql_types::{BigInt, Text};
+use hookbox_redis_cache::{CacheOptions, Cached};
+use store::diesel::sql_types::{BigInt, Text};
+use store::diesel_async::RunQueryDsl as _;
+use store::{Conn, diesel};
+use tokio::sync::watch;
 
 /// The demo signing secret; set `WEBHOOK_SECRET` to your webhook's secret.
 const DEMO_SECRET: &str = "hookbox-github-demo-secret";
+const USAGE: &str = "usage: example-github [serve [--no-worker | --inline] | worker]";
 
 // One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as parameters numbered in the order they first appear.
+// reads them as numbered parameters.
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
     (repo TEXT PRIMARY KEY, pushes BIGINT NOT NULL, commits BIGINT NOT NULL)";
 const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES ($1, 1, $2) \
     ON CONFLICT (repo) DO UPDATE SET pushes = pushes.pushes + 1, \
     commits = pushes.commits + excluded.commits";
 
-/// Reads what a stored delivery asks for: count a `push` (and its commits) under its
-/// repository. Other events (`ping`, …) need nothing (`None`); the worker marks them
-/// processed all the same. An error (no repository) rolls back, and the worker
-/// retries the row, then dead-letters it.
-fn count_push(row: &StoredDelivery) -> Result<Option<impl Statement>, Error> {
-    if row.event_type.as_deref() != Some("push") {
-        return Ok(None);
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(not(feature = "postgres"))]
+mod store {
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "hookbox-github.db";
+
+    /// Opens the SQLite file and applies hookbox's migrations.
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
+        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
+        }
+        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok(store)
     }
-    let push: serde_json::Value = row.parse()?;
-    let repo = push["repository"]["full_name"]
-        .as_str()
-        .ok_or("no repository.full_name")?;
-    let commits = push["commits"].as_array().map_or(0, Vec::len);
-    let commits = i64::try_from(commits)?;
-    tracing::info!(repo, commits, "counting push");
-    Ok(Some(
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(feature = "postgres")]
+mod store {
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// Connects to Postgres and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// Anything that stops the process, with its message.
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Counts a `push` (and its commits) under its repository, on the connection of the
+/// transaction that marks the delivery done (the inbox row's, or inline the dedupe
+/// key's): the count commits with it, so a redelivery never counts twice. Other
+/// events (`ping`, …) need nothing. An error (no repository) rolls back: the worker
+/// retries the row, then dead-letters it; inline, the sender gets a 500 and retries.
+async fn count_push(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    if delivery.event_type() == Some("push") {
+        let push: serde_json::Value = delivery.parse()?;
+        let repo = push["repository"]["full_name"]
+            .as_str()
+            .ok_or("no repository.full_name")?;
+        let commits = i64::try_from(push["commits"].as_array().map_or(0, Vec::len))?;
+        tracing::info!(repo, commits, "counting push");
         diesel::sql_query(COUNT)
-            .bind::<Text, _>(repo.to_owned())
-            .bind::<BigInt, _>(commits),
-    ))
+            .bind::<Text, _>(repo)
+            .bind::<BigInt, _>(commits)
+            .execute(conn)
+            .await?;
+    }
+    tracing::info!(key = %delivery.dedupe_key(), event = delivery.event_type(), "applied once");
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let example = Example {
-        provider: GitHub::new,
-        demo_secret: DEMO_SECRET,
-        path: "/webhooks/github",
-        create_table: CREATE,
-        default_db: "hookbox-github.db",
-        log: hookbox_example_kit::log!(),
+    // logs on stderr, so stdout's first line is the address
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let (serve, inline, work) = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => (true, false, true),
+        [serve] if serve == "serve" => (true, false, true),
+        [serve, flag] if serve == "serve" && flag == "--no-worker" => (true, false, false),
+        // inline needs no worker: nothing waits in the inbox
+        [serve, flag] if serve == "serve" && flag == "--inline" => (true, true, false),
+        [worker] if worker == "worker" => (false, false, true),
+        _ => {
+            eprintln!("{USAGE}");
+            std::process::exit(2);
+        }
     };
-    hookbox_example_kit::run(example, count_push).await
+
+    let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
+    diesel::sql_query(CREATE)
+        .execute(&mut *store.connection().await?)
+        .await?;
+    let stop = shutdown_signal()?;
+
+    // the receiver first: a bad secret, Redis URL or port stops the process before
+    // any work
+    let receiver = if serve {
+        let provider = GitHub::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
+        let redis_url = env_or("HOOKBOX_REDIS_URL", "");
+        // duplicates answered from Redis; every decision is still the database's
+        let cached = match redis_url.as_str() {
+            "" => None,
+            url => {
+                let redis = hookbox_redis_cache::connect(url)?;
+                Some(Cached::new(store.clone(), redis, CacheOptions::default())?)
+            }
+        };
+        // inbox or inline, the one line that differs: the same handler either way
+        let webhook = match (inline, cached) {
+            (false, None) => Webhook::inbox(provider, store.clone()),
+            (false, Some(cached)) => Webhook::inbox(provider, cached),
+            (true, None) => Webhook::inline(provider, store.clone(), count_push),
+            (true, Some(cached)) => Webhook::inline(provider, cached, count_push),
+        };
+        let app = webhook.into_router("/webhooks/github");
+        let port = env_or("PORT", "3000");
+        let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+        println!("listening on http://{}", listener.local_addr()?);
+        Some((listener, app))
+    } else {
+        None
+    };
+
+    let worker = work.then(|| {
+        tracing::info!("worker started");
+        let (store, stop) = (store.clone(), stopped(stop.clone()));
+        tokio::spawn(async move {
+            run_worker(&store, count_push, Duration::from_millis(250), stop).await
+        })
+    });
+    if let Some((listener, app)) = receiver {
+        // graceful: in-flight requests finish before the server stops
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stopped(stop))
+            .await?;
+    }
+    if let Some(worker) = worker {
+        // the row in progress commits or rolls back before the worker returns
+        let report = worker.await??;
+        tracing::info!(processed = report.processed, dead = report.dead, "stopped");
+    }
+    Ok(())
+}
+
+/// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).
+/// The handlers are in place when it returns, so a signal sent once the process has
+/// printed its address is never missed.
+fn shutdown_signal() -> std::io::Result<watch::Receiver<bool>> {
+    let (send, receive) = watch::channel(false);
+    #[cfg(unix)]
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await.ok();
+        send.send_replace(true);
+    });
+    Ok(receive)
+}
+
+/// Completes once `stop` flips to `true`.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    stop.wait_for(|&stop| stop).await.ok();
+}
+
+/// Returns the environment variable `name`, or `default` when it is unset or empty.
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }

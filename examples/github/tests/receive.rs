@@ -1,5 +1,7 @@
-//! The example over real HTTP: a push sent twice is stored once and counted once; a
-//! forged copy is refused.
+//! The example over real HTTP, on the backend it was built for (SQLite by default, a
+//! PostgreSQL schema with `--features postgres`): a push sent twice is stored once and
+//! counted once; a forged copy is refused; `serve --inline` applies a push in the
+//! request, once; SIGTERM stops either mode cleanly.
 
 use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_github::GitHubSigner;
@@ -9,13 +11,33 @@ const PATH: &str = "/webhooks/github";
 /// The example's documented demo secret.
 const SECRET: &str = "hookbox-github-demo-secret";
 
+const BODY: &[u8] = br#"{"ref":"refs/heads/main","repository":{"full_name":"octo/hello"},"commits":[{"id":"a"},{"id":"b"}]}"#;
+
+/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+async fn sandbox() -> Option<Sandbox> {
+    Sandbox::for_build(cfg!(feature = "postgres")).await
+}
+
+/// The `pushes` and `commits` counted for `octo/hello`.
+async fn counted(sandbox: &Sandbox) -> (i64, i64) {
+    let pushes = sandbox
+        .query_i64("SELECT pushes AS n FROM pushes WHERE repo = 'octo/hello'")
+        .await;
+    let commits = sandbox
+        .query_i64("SELECT commits AS n FROM pushes WHERE repo = 'octo/hello'")
+        .await;
+    (pushes, commits)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_sent_twice_is_counted_once_and_a_forgery_is_refused() {
-    let sandbox = Sandbox::new();
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
     let example = sandbox.start(BIN, &[]);
     let github = GitHubSigner::new(SECRET).unwrap().event("push");
     let id = unique("delivery");
-    let body = br#"{"ref":"refs/heads/main","repository":{"full_name":"octo/hello"},"commits":[{"id":"a"},{"id":"b"}]}"#;
+    let body = BODY;
 
     let first = example.send(PATH, &github, &id, body).await;
     assert_eq!(
@@ -45,11 +67,70 @@ async fn a_push_sent_twice_is_counted_once_and_a_forgery_is_refused() {
         stats.processed, 1,
         "one row: the duplicate and the forgery were not stored"
     );
-    let pushes = sandbox
-        .query_i64("SELECT pushes AS n FROM pushes WHERE repo = 'octo/hello'")
-        .await;
-    let commits = sandbox
-        .query_i64("SELECT commits AS n FROM pushes WHERE repo = 'octo/hello'")
-        .await;
-    assert_eq!((pushes, commits), (1, 2), "the push counted exactly once");
+    assert_eq!(
+        counted(&sandbox).await,
+        (1, 2),
+        "the push counted exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_inline_applies_a_push_once_in_the_request() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut example = sandbox.start(BIN, &["serve", "--inline"]);
+    let github = GitHubSigner::new(SECRET).unwrap().event("push");
+    let id = unique("delivery");
+
+    // inline: the push is counted before the answer, which says so
+    let first = example.send(PATH, &github, &id, BODY).await;
+    assert_eq!(
+        (first.status, first.outcome().as_str()),
+        (200, "applied"),
+        "{first:?}"
+    );
+    assert_eq!(counted(&sandbox).await, (1, 2), "applied in the request");
+    let retry = example.send(PATH, &github, &id, BODY).await;
+    assert_eq!(
+        (retry.status, retry.outcome().as_str()),
+        (200, "duplicate"),
+        "{retry:?}"
+    );
+    assert_eq!(counted(&sandbox).await, (1, 2), "applied exactly once");
+    // nothing went through the inbox, and no worker ran
+    let stats = sandbox.stats().await;
+    assert_eq!((stats.pending, stats.processed), (0, 0), "{stats:?}");
+    assert!(
+        !example.log().contains("worker started"),
+        "{}",
+        example.log()
+    );
+
+    let status = example.terminate().await;
+    assert!(
+        status.success(),
+        "exit after SIGTERM: {status}\n{}",
+        example.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_work_and_exits_with_status_0() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut example = sandbox.start(BIN, &[]);
+    let github = GitHubSigner::new(SECRET).unwrap().event("push");
+    let stored = example.send(PATH, &github, &unique("delivery"), BODY).await;
+    assert_eq!(stored.outcome(), "stored", "{stored:?}");
+    sandbox.wait_processed(1).await;
+
+    let status = example.terminate().await;
+    assert!(
+        status.success(),
+        "exit after SIGTERM: {status}\n{}",
+        example.log()
+    );
+    assert!(example.log().contains("stopped"), "{}", example.log());
 }

@@ -44,17 +44,17 @@ const RECORD: &str =
 /// `--features postgres`. Only this module names the backend.
 #[cfg(not(feature = "postgres"))]
 mod store {
-    pub use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
-    pub const DEFAULT: &str = "hookbox-standard.db";
+    pub(crate) const DEFAULT: &str = "hookbox-standard.db";
 
     /// Opens the SQLite file and applies hookbox's migrations.
-    pub async fn open(path: &str) -> Result<Store, super::Error> {
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
         if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            return Err("this build stores in SQLite: build with `--features postgres` \
-                        to use a Postgres URL in HOOKBOX_STORE"
-                .into());
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
         store.migrate().await?;
@@ -66,13 +66,13 @@ mod store {
 /// `--features postgres`. Only this module names the backend.
 #[cfg(feature = "postgres")]
 mod store {
-    pub use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
-    pub const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
     /// Connects to Postgres and applies hookbox's migrations.
-    pub async fn open(url: &str) -> Result<Store, super::Error> {
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
@@ -103,7 +103,9 @@ async fn record_event(conn: &mut Conn, delivery: &Delivery) -> Result<(), Handle
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     // logs on stderr, so stdout's first line is the address
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let (serve, work) = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
         [] => (true, true),
         [serve] if serve == "serve" => (true, true),
@@ -119,7 +121,7 @@ async fn main() -> Result<(), Error> {
     diesel::sql_query(CREATE)
         .execute(&mut *store.connection().await?)
         .await?;
-    let stop = shutdown_signal();
+    let stop = shutdown_signal()?;
 
     // the receiver first: a bad secret, Redis URL or port stops the process before
     // any work
@@ -165,24 +167,29 @@ async fn main() -> Result<(), Error> {
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).
-fn shutdown_signal() -> watch::Receiver<bool> {
+/// The handlers are in place when it returns, so a signal sent once the process has
+/// printed its address is never missed.
+fn shutdown_signal() -> std::io::Result<watch::Receiver<bool>> {
     let (send, receive) = watch::channel(false);
+    #[cfg(unix)]
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
     tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("install the SIGTERM handler");
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
-            }
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
         #[cfg(not(unix))]
-        ctrl_c.await.ok();
+        tokio::signal::ctrl_c().await.ok();
         send.send_replace(true);
     });
-    receive
+    Ok(receive)
 }
 
 /// Completes once `stop` flips to `true`.

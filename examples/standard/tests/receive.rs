@@ -1,6 +1,7 @@
-//! The example over real HTTP: an event sent twice is stored once and written to the
-//! ledger once; a forged copy is refused; a receiver process and a separate worker
-//! process share one database.
+//! The example over real HTTP, on the backend it was built for (SQLite by default, a
+//! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
+//! and written to the ledger once; a forged copy is refused; a receiver process and a
+//! separate worker process share one database, and both stop cleanly on SIGTERM.
 
 use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_standard::StandardSigner;
@@ -11,13 +12,20 @@ const PATH: &str = "/webhooks/standard";
 const SECRET: &str = "whsec_aG9va2JveC1zdGFuZGFyZC1kZW1vLXNlY3JldCEh";
 const BODY: &[u8] = br#"{"type":"contact.created","data":{"id":"contact_1"}}"#;
 
+/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+async fn sandbox() -> Option<Sandbox> {
+    Sandbox::for_build(cfg!(feature = "postgres")).await
+}
+
 fn ledger_lines(id: &str) -> String {
     format!("SELECT COUNT(*) AS n FROM event_ledger WHERE delivery_id = '{id}'")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
-    let sandbox = Sandbox::new();
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
     let example = sandbox.start(BIN, &[]);
     let standard = StandardSigner::new(SECRET).unwrap();
     let id = unique("msg");
@@ -57,8 +65,10 @@ async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_separate_worker_process_applies_what_the_receiver_stored() {
-    let sandbox = Sandbox::new();
-    let receiver = sandbox.start(BIN, &["serve", "--no-worker"]);
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut receiver = sandbox.start(BIN, &["serve", "--no-worker"]);
     let standard = StandardSigner::new(SECRET).unwrap();
     let id = unique("msg");
 
@@ -78,7 +88,7 @@ async fn a_separate_worker_process_applies_what_the_receiver_stored() {
     let stats = sandbox.stats().await;
     assert_eq!((stats.pending, stats.processed), (1, 0), "{stats:?}");
 
-    let worker = sandbox.spawn(BIN, &["worker"]);
+    let mut worker = sandbox.spawn(BIN, &["worker"]);
     sandbox.wait_processed(1).await;
     assert_eq!(
         sandbox.query_i64(&ledger_lines(&id)).await,
@@ -94,5 +104,20 @@ async fn a_separate_worker_process_applies_what_the_receiver_stored() {
         !receiver.log().contains("applied once"),
         "the receiver ran no worker:\n{}",
         receiver.log()
+    );
+
+    // SIGTERM, as an orchestrator stops a process: each exits with status 0
+    for (name, process) in [("worker", &mut worker), ("receiver", &mut receiver)] {
+        let status = process.terminate().await;
+        assert!(
+            status.success(),
+            "the {name} after SIGTERM: {status}\n{}",
+            process.log()
+        );
+    }
+    assert!(
+        worker.log().contains("stopped"),
+        "the worker returned its report:\n{}",
+        worker.log()
     );
 }

@@ -1,5 +1,7 @@
-//! The example over real HTTP: a signed delivery sent twice is stored once and
-//! credited once; a forged copy is refused.
+//! The example over real HTTP, on the backend it was built for (SQLite by default, a
+//! PostgreSQL schema with `--features postgres`): a signed delivery sent twice is
+//! stored once and credited once; a forged copy is refused; SIGTERM stops it cleanly;
+//! a SQLite build refuses a Postgres URL.
 
 use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_stripe::StripeSigner;
@@ -16,9 +18,16 @@ fn payment(event: &str, customer: &str, amount: i64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+async fn sandbox() -> Option<Sandbox> {
+    Sandbox::for_build(cfg!(feature = "postgres")).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payment_sent_twice_is_credited_once_and_a_forgery_is_refused() {
-    let sandbox = Sandbox::new();
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
     let example = sandbox.start(BIN, &[]);
     let stripe = StripeSigner::new(SECRET).unwrap();
     let body = payment(&unique("evt"), "cus_alice", 2000);
@@ -61,4 +70,47 @@ async fn a_payment_sent_twice_is_credited_once_and_a_forgery_is_refused() {
         .query_i64("SELECT balance AS n FROM balances WHERE account = 'cus_alice'")
         .await;
     assert_eq!(balance, 2000, "credited exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_work_and_exits_with_status_0() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut example = sandbox.start(BIN, &[]);
+    let stripe = StripeSigner::new(SECRET).unwrap();
+    let body = payment(&unique("evt"), "cus_carol", 700);
+    let stored = example.send(PATH, &stripe, "", &body).await;
+    assert_eq!(stored.outcome(), "stored", "{stored:?}");
+    sandbox.wait_processed(1).await;
+
+    let status = example.terminate().await;
+    assert!(
+        status.success(),
+        "exit after SIGTERM: {status}\n{}",
+        example.log()
+    );
+    assert!(
+        example.log().contains("stopped"),
+        "the worker returned its report:\n{}",
+        example.log()
+    );
+}
+
+#[cfg(not(feature = "postgres"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_build_refuses_a_postgres_url_and_says_which_build_to_use() {
+    let sandbox = Sandbox::new();
+    let mut example = sandbox.spawn_with(
+        BIN,
+        &[],
+        &[("HOOKBOX_STORE", "postgres://postgres@127.0.0.1:5432/test")],
+    );
+    let status = example.exited().await;
+    assert!(!status.success(), "{status}\n{}", example.log());
+    assert!(
+        example.log().contains("--features postgres"),
+        "the error names the build that speaks Postgres:\n{}",
+        example.log()
+    );
 }

@@ -1,7 +1,11 @@
-//! The example on the services its README switches to: PostgreSQL by
-//! `HOOKBOX_STORE=postgres://…`, the Redis front cache by `HOOKBOX_REDIS_URL`. Reads
-//! `HOOKBOX_PG_URL` and `HOOKBOX_REDIS_URL`; skips without them unless
-//! `HOOKBOX_REQUIRE_SERVICES=1`.
+//! The example on the services its README switches to: PostgreSQL (a
+//! `--features postgres` build, `HOOKBOX_STORE=postgres://…`) and the Redis front
+//! cache (`HOOKBOX_REDIS_URL`). Reads `HOOKBOX_PG_URL` and `HOOKBOX_REDIS_URL`; skips
+//! without them unless `HOOKBOX_REQUIRE_SERVICES=1`.
+//!
+//! Only a Postgres build of the binary speaks Postgres:
+//! `cargo test -p example-stripe --features postgres`.
+#![cfg(feature = "postgres")]
 
 use hookbox_example_testkit::{PgSchema, Sandbox, redis_url, unique};
 use hookbox_stripe::StripeSigner;

@@ -2,54 +2,203 @@
 //! in the inbox; a worker writes every event to a ledger exactly once, in the same
 //! transaction that marks the delivery processed.
 //!
-//! The store, the endpoint, the worker and shutdown are `hookbox-example-kit`'s
-//! (`examples/kit`); this file keeps only what is this example's own.
+//! ```text
+//! example-svix                     receiver and worker in one process (default)
+//! example-svix serve --no-worker   the receiver only
+//! example-svix worker              the worker only: drains the inbox, no HTTP
+//! ```
 //!
-//! Configuration (see README.md): `PORT`, `WEBHOOK_SECRET`, `HOOKBOX_STORE` (a SQLite
-//! file, or a `postgres://` URL), `HOOKBOX_REDIS_URL` (optional front cache).
+//! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
+//! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
+//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
-use hookbox_core::StoredDelivery;
-use hookbox_example_kit::{Error, Example, Statement};
-use hookbox_sqlite::diesel;
-use hookbox_sqlite::diesel::sql_types::{BigInt, Text};
+use std::time::Duration;
+
+use hookbox_axum::{Webhook, axum};
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{Delivery, HandlerError, run_worker};
+use hookbox_redis_cache::{CacheOptions, Cached};
 use hookbox_svix::Svix;
+use store::diesel::sql_types::{BigInt, Text};
+use store::diesel_async::RunQueryDsl as _;
+use store::{Conn, diesel};
+use tokio::sync::watch;
 
 /// The demo signing secret; set `WEBHOOK_SECRET` to your endpoint's `whsec_…` secret.
 const DEMO_SECRET: &str = "whsec_aG9va2JveC1zdml4LWRlbW8tc2VjcmV0";
+const USAGE: &str = "usage: example-svix [serve [--no-worker] | worker]";
 
 // One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as parameters numbered in the order they first appear. No UNIQUE key on
-// purpose: the inbox alone keeps each event to one ledger line.
+// reads them as numbered parameters. No UNIQUE key on purpose: the inbox alone keeps
+// each event to one ledger line.
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
     (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
 const RECORD: &str =
     "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
 
-/// Reads what a stored delivery asks for: one ledger line with its id and the
-/// payload's `type`. An error (a body that is not JSON, no `type`) rolls back, and the
-/// worker retries the row, then dead-letters it.
-fn record_event(row: &StoredDelivery) -> Result<Option<impl Statement>, Error> {
-    let event: serde_json::Value = row.parse()?;
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(not(feature = "postgres"))]
+mod store {
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "hookbox-svix.db";
+
+    /// Opens the SQLite file and applies hookbox's migrations.
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
+        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
+        }
+        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(feature = "postgres")]
+mod store {
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// Connects to Postgres and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// Anything that stops the process, with its message.
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Writes one ledger line for a message, with its `svix-id` and the payload's `type`,
+/// on the inbox row's connection: the line and the row's `processed_at` commit
+/// together, so neither a crash nor a Svix retry writes it twice. An error (a body
+/// that is not JSON, no `type`) rolls back; the worker retries the row with backoff,
+/// then dead-letters it.
+async fn record_event(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    let event: serde_json::Value = delivery.parse()?;
     let event_type = event["type"].as_str().ok_or("no type")?;
-    let now = hookbox_core::time::OffsetDateTime::now_utc().unix_timestamp();
     tracing::info!(event_type, "recording event");
-    Ok(Some(
-        diesel::sql_query(RECORD)
-            .bind::<Text, _>(row.key.delivery_id().to_owned())
-            .bind::<Text, _>(event_type.to_owned())
-            .bind::<BigInt, _>(now),
-    ))
+    diesel::sql_query(RECORD)
+        .bind::<Text, _>(delivery.delivery_id())
+        .bind::<Text, _>(event_type)
+        .bind::<BigInt, _>(OffsetDateTime::now_utc().unix_timestamp())
+        .execute(conn)
+        .await?;
+    tracing::info!(key = %delivery.dedupe_key(), "applied once");
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let example = Example {
-        provider: Svix::new,
-        demo_secret: DEMO_SECRET,
-        path: "/webhooks/svix",
-        create_table: CREATE,
-        default_db: "hookbox-svix.db",
-        log: hookbox_example_kit::log!(),
+    // logs on stderr, so stdout's first line is the address
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let (serve, work) = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => (true, true),
+        [serve] if serve == "serve" => (true, true),
+        [serve, flag] if serve == "serve" && flag == "--no-worker" => (true, false),
+        [worker] if worker == "worker" => (false, true),
+        _ => {
+            eprintln!("{USAGE}");
+            std::process::exit(2);
+        }
     };
-    hookbox_example_kit::run(example, record_event).await
+
+    let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
+    diesel::sql_query(CREATE)
+        .execute(&mut *store.connection().await?)
+        .await?;
+    let stop = shutdown_signal()?;
+
+    // the receiver first: a bad secret, Redis URL or port stops the process before
+    // any work
+    let receiver = if serve {
+        let provider = Svix::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
+        let redis_url = env_or("HOOKBOX_REDIS_URL", "");
+        let webhook = if redis_url.is_empty() {
+            Webhook::inbox(provider, store.clone())
+        } else {
+            // duplicates answered from Redis; every decision is still the database's
+            let redis = hookbox_redis_cache::connect(&redis_url)?;
+            let cached = Cached::new(store.clone(), redis, CacheOptions::default())?;
+            Webhook::inbox(provider, cached)
+        };
+        let app = webhook.into_router("/webhooks/svix");
+        let port = env_or("PORT", "3000");
+        let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+        println!("listening on http://{}", listener.local_addr()?);
+        Some((listener, app))
+    } else {
+        None
+    };
+
+    let worker = work.then(|| {
+        tracing::info!("worker started");
+        let (store, stop) = (store.clone(), stopped(stop.clone()));
+        tokio::spawn(async move {
+            run_worker(&store, record_event, Duration::from_millis(250), stop).await
+        })
+    });
+    if let Some((listener, app)) = receiver {
+        // graceful: in-flight requests finish before the server stops
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stopped(stop))
+            .await?;
+    }
+    if let Some(worker) = worker {
+        // the row in progress commits or rolls back before the worker returns
+        let report = worker.await??;
+        tracing::info!(processed = report.processed, dead = report.dead, "stopped");
+    }
+    Ok(())
+}
+
+/// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).
+/// The handlers are in place when it returns, so a signal sent once the process has
+/// printed its address is never missed.
+fn shutdown_signal() -> std::io::Result<watch::Receiver<bool>> {
+    let (send, receive) = watch::channel(false);
+    #[cfg(unix)]
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await.ok();
+        send.send_replace(true);
+    });
+    Ok(receive)
+}
+
+/// Completes once `stop` flips to `true`.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    stop.wait_for(|&stop| stop).await.ok();
+}
+
+/// Returns the environment variable `name`, or `default` when it is unset or empty.
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }

@@ -1,5 +1,6 @@
-//! The example over real HTTP: an event sent twice is stored once and written to the
-//! ledger once; a forged copy is refused.
+//! The example over real HTTP, on the backend it was built for (SQLite by default, a
+//! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
+//! and written to the ledger once; a forged copy is refused; SIGTERM stops it cleanly.
 
 use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_svix::SvixSigner;
@@ -9,9 +10,16 @@ const PATH: &str = "/webhooks/svix";
 /// The example's documented demo secret.
 const SECRET: &str = "whsec_aG9va2JveC1zdml4LWRlbW8tc2VjcmV0";
 
+/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+async fn sandbox() -> Option<Sandbox> {
+    Sandbox::for_build(cfg!(feature = "postgres")).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
-    let sandbox = Sandbox::new();
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
     let example = sandbox.start(BIN, &[]);
     let svix = SvixSigner::new(SECRET).unwrap();
     let id = unique("msg");
@@ -49,4 +57,25 @@ async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
         ))
         .await;
     assert_eq!(lines, 1, "the event written to the ledger exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_work_and_exits_with_status_0() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut example = sandbox.start(BIN, &[]);
+    let svix = SvixSigner::new(SECRET).unwrap();
+    let body = br#"{"type":"invoice.paid","data":{"invoice_id":"inv_2"}}"#;
+    let stored = example.send(PATH, &svix, &unique("msg"), body).await;
+    assert_eq!(stored.outcome(), "stored", "{stored:?}");
+    sandbox.wait_processed(1).await;
+
+    let status = example.terminate().await;
+    assert!(
+        status.success(),
+        "exit after SIGTERM: {status}\n{}",
+        example.log()
+    );
+    assert!(example.log().contains("stopped"), "{}", example.log());
 }

@@ -38,7 +38,7 @@
 use std::fs::File;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -83,6 +83,8 @@ pub struct Sandbox {
     dir: PathBuf,
     postgres: Option<String>,
     logs: Mutex<Vec<PathBuf>>,
+    // dropped after the directory is removed: the schema a `for_build` sandbox owns
+    schema: Option<PgSchema>,
 }
 
 /// The sandbox's database, opened to read what the examples did.
@@ -115,7 +117,27 @@ impl Sandbox {
             dir,
             postgres: None,
             logs: Mutex::new(Vec::new()),
+            schema: None,
         }
+    }
+
+    /// Creates the sandbox the example binary under test needs: a SQLite file, or,
+    /// with `postgres` (pass `cfg!(feature = "postgres")`: each build of an example
+    /// speaks one backend), a PostgreSQL schema of its own, dropped with the sandbox.
+    ///
+    /// Returns `None` after printing `skipped: …` when `postgres` is set and
+    /// `HOOKBOX_PG_URL` is unset or unreachable, unless `HOOKBOX_REQUIRE_SERVICES=1`.
+    ///
+    /// # Panics
+    /// As [`Sandbox::new`] and [`PgSchema::create`].
+    pub async fn for_build(postgres: bool) -> Option<Self> {
+        if !postgres {
+            return Some(Self::new());
+        }
+        let schema = PgSchema::create().await?;
+        let mut sandbox = Self::on_postgres(&schema);
+        sandbox.schema = Some(schema);
+        Some(sandbox)
     }
 
     /// Creates a sandbox whose examples use the PostgreSQL `schema` instead of a
@@ -184,7 +206,11 @@ impl Sandbox {
         self.spawn_with(bin, args, &[])
     }
 
-    fn spawn_with(&self, bin: &str, args: &[&str], env: &[(&str, &str)]) -> Example {
+    /// Starts `bin` as [`Sandbox::spawn`] does, with the extra environment `env`.
+    ///
+    /// # Panics
+    /// When the binary cannot be started.
+    pub fn spawn_with(&self, bin: &str, args: &[&str], env: &[(&str, &str)]) -> Example {
         let log = {
             let mut logs = self.logs.lock().expect("the log list");
             let name = Path::new(bin)
@@ -544,6 +570,43 @@ impl Example {
             },
             Ok(Err(err)) => panic!("POST {path}: {err}\n{}", self.log()),
             Err(_) => panic!("POST {path}: no answer within {DEADLINE:?}\n{}", self.log()),
+        }
+    }
+
+    /// Sends the process SIGTERM (`kill -TERM <pid>`, what orchestrators send to stop
+    /// a process) and waits for it to exit; returns its exit status.
+    ///
+    /// # Panics
+    /// When `kill` cannot be run or fails, or the process is still running
+    /// [`DEADLINE`] after the signal.
+    pub async fn terminate(&mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        let kill = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap_or_else(|err| panic!("cannot run kill: {err}"));
+        assert!(kill.success(), "kill -TERM {pid}: {kill}\n{}", self.log());
+        self.exited().await
+    }
+
+    /// Waits for the process to exit on its own; returns its exit status.
+    ///
+    /// # Panics
+    /// When it is still running after [`DEADLINE`].
+    pub async fn exited(&mut self) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status,
+                Ok(None) => {}
+                Err(err) => panic!("cannot wait for the process: {err}\n{}", self.log()),
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "still running after {DEADLINE:?}\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }

@@ -4,8 +4,8 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::{
-    Clock, Delivery, Handler, IdempotencyStore, Inbox, ProcessError, Processed, Provider,
-    Received, VerifiedDelivery, error_chain,
+    Clock, Delivery, Handler, IdempotencyStore, Inbox, ProcessError, Processed, Provider, Received,
+    VerifiedDelivery, error_chain,
 };
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};

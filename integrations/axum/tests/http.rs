@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{
-    HttpClient, TempDir, WriteLock, apply, apply_inline, body, drain, github, ledger_total, open,
-    options, serve, signed,
+    HttpClient, TempDir, WriteLock, apply, body, drain, github, ledger_total, open, options, serve,
+    signed,
 };
 use hookbox_axum::Webhook;
 use hookbox_core::time::OffsetDateTime;
@@ -300,7 +300,7 @@ async fn inline_mode_applies_concurrent_copies_once() {
     let dir = TempDir::new();
     let store = open(&dir.db(), options()).await;
     let server =
-        serve(Webhook::inline(github(), store.clone(), apply_inline).into_router("/github")).await;
+        serve(Webhook::inline(github(), store.clone(), apply).into_router("/github")).await;
     let client = HttpClient::new();
     let url = format!("{}/github", server.url);
     let body = body("acct_1");
@@ -340,17 +340,14 @@ async fn inline_mode_answers_500_for_a_failing_side_effect_and_the_retry_applies
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&calls);
     // fails on its first call (a downstream refusal), succeeds after
-    let webhook = Webhook::inline(github(), store.clone(), move |conn, delivery| {
+    let webhook = Webhook::inline(github(), store.clone(), async move |conn, delivery| {
         let first = counted.fetch_add(1, Ordering::SeqCst) == 0;
-        let applied = apply_inline(conn, delivery);
-        Box::pin(async move {
-            applied.await?;
-            if first {
-                // after the write: the rollback must undo it
-                return Err("downstream refused: token=abc123".to_string());
-            }
-            Ok(())
-        })
+        apply(conn, delivery).await?;
+        if first {
+            // after the write: the rollback must undo it
+            return Err("downstream refused: token=abc123".into());
+        }
+        Ok(())
     });
     let server = serve(webhook.into_router("/github")).await;
     let client = HttpClient::new();
@@ -376,6 +373,70 @@ async fn inline_mode_answers_500_for_a_failing_side_effect_and_the_retry_applies
         calls.load(Ordering::SeqCst),
         2,
         "the duplicate did not run it"
+    );
+}
+
+/// One handler function, two modes: the worker applies what the inbox endpoint stored,
+/// and an inline endpoint applies in the request, with the very same `apply`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_handler_serves_the_inline_endpoint_and_the_worker() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), options()).await;
+    let handler = apply;
+    let app = Webhook::inbox(github(), store.clone())
+        .into_router("/inbox")
+        .merge(Webhook::inline(github(), store.clone(), handler).into_router("/inline"));
+    let server = serve(app).await;
+    let client = HttpClient::new();
+
+    let stored_body = body("acct_inbox");
+    let stored = client
+        .post(
+            &format!("{}/inbox", server.url),
+            &signed("d-inbox", &stored_body),
+            stored_body,
+        )
+        .await;
+    assert_eq!(
+        (stored.status, stored.what()),
+        (200, "stored"),
+        "{stored:?}"
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker_store = store.clone();
+    let worker = tokio::spawn(async move {
+        run_worker(&worker_store, handler, Duration::from_millis(10), async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+
+    let inline_body = body("acct_inline");
+    let inline = client
+        .post(
+            &format!("{}/inline", server.url),
+            &signed("d-inline", &inline_body),
+            inline_body,
+        )
+        .await;
+    assert_eq!(
+        (inline.status, inline.what()),
+        (200, "applied"),
+        "{inline:?}"
+    );
+    for _ in 0..1000 {
+        if store.stats().await.unwrap().processed == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.send(()).unwrap();
+    let report = worker.await.unwrap().unwrap();
+    assert_eq!((report.processed, report.failed), (1, 0), "{report:?}");
+    assert_eq!(
+        ledger_total(&store).await,
+        200,
+        "each delivery credited once"
     );
 }
 

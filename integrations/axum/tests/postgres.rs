@@ -15,7 +15,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::SimpleAsyncConnection as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use hookbox_axum::Webhook;
-use hookbox_core::{BoxFuture, Inbox, RetryPolicy, StoredDelivery, Worked};
+use hookbox_core::{Delivery, HandlerError, Inbox, RetryPolicy, Worked};
 use hookbox_diesel_pg::{PgOptions, PgStore, diesel, diesel_async};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -161,24 +161,17 @@ impl Drop for Schema {
     }
 }
 
-fn credit<'c>(
-    conn: &'c mut AsyncPgConnection,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), String>> {
-    Box::pin(async move {
-        let json: serde_json::Value =
-            serde_json::from_slice(&row.body).map_err(|e| e.to_string())?;
-        diesel::sql_query(
-            "INSERT INTO ledger (account, balance) VALUES ($1, $2) \
-             ON CONFLICT (account) DO UPDATE SET balance = ledger.balance + EXCLUDED.balance",
-        )
-        .bind::<Text, _>(json["account"].as_str().unwrap_or("unknown"))
-        .bind::<BigInt, _>(json["amount"].as_i64().unwrap_or(0))
-        .execute(conn)
-        .await
-        .map_err(|e| e.to_string())?;
-        Ok(())
-    })
+async fn credit(conn: &mut AsyncPgConnection, delivery: &Delivery) -> Result<(), HandlerError> {
+    let json: serde_json::Value = delivery.parse()?;
+    diesel::sql_query(
+        "INSERT INTO ledger (account, balance) VALUES ($1, $2) \
+         ON CONFLICT (account) DO UPDATE SET balance = ledger.balance + EXCLUDED.balance",
+    )
+    .bind::<Text, _>(json["account"].as_str().unwrap_or("unknown"))
+    .bind::<BigInt, _>(json["amount"].as_i64().unwrap_or(0))
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 #[derive(diesel::QueryableByName)]

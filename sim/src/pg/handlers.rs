@@ -18,7 +18,7 @@ use hookbox_core::{
     VersionGuard as _,
 };
 use hookbox_diesel_pg::diesel::result::{DatabaseErrorKind, Error as DieselError};
-use hookbox_diesel_pg::{PgStore, PgStoreError, PooledConnection};
+use hookbox_diesel_pg::{PgError, PgStore, PooledConnection};
 use tokio::task::JoinSet;
 
 use super::db::{self, Schema};
@@ -253,19 +253,18 @@ async fn check_then_insert(
 async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<Answer> {
     let key = DedupeKey::new("sim", "sim", e.id.clone());
     let outcome = store
-        .process_once(&key, |conn| {
-            Box::pin(async move {
-                if version_guard && e.kind == Kind::Plan {
-                    let object = format!("acct_{}", e.acct);
-                    if store.advance(conn, &object, e.version).await? == Advance::Stale {
-                        return Ok::<_, PgStoreError>(false); // recorded as processed
-                    }
+        .process_once(&key, async |conn| {
+            if version_guard && e.kind == Kind::Plan {
+                let object = format!("acct_{}", e.acct);
+                if store.advance(conn, &object, e.version).await? == Advance::Stale {
+                    return Ok(false); // recorded as processed
                 }
-                Ok(db::apply(conn, e).await?)
-            })
+            }
+            // as the store's error, so a failure is classified as the store's own are
+            Ok(db::apply(conn, e).await.map_err(PgError::from)?)
         })
         .await;
-    let err = match outcome {
+    let (transient, err) = match outcome {
         Ok(Processed::Applied(stale)) => return Ok(Answer { status: 200, stale }),
         Ok(Processed::Duplicate) => {
             return Ok(Answer {
@@ -273,16 +272,21 @@ async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<A
                 stale: false,
             });
         }
-        Err(ProcessError::Store(err) | ProcessError::SideEffect(err)) => err,
+        Err(ProcessError::Store(err)) => (err.is_transient(), pg_err("process_once", &err)),
+        Err(ProcessError::SideEffect(err)) => (
+            err.downcast_ref::<PgError>()
+                .is_some_and(|err| err.is_transient()),
+            pg_err("process_once", err.as_error()),
+        ),
     };
-    if err.is_transient() {
+    if transient {
         // nothing was committed: answer 5xx and let the sender retry
         Ok(Answer {
             status: 500,
             stale: false,
         })
     } else {
-        Err(pg_err("process_once", &err))
+        Err(err)
     }
 }
 

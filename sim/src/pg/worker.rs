@@ -169,21 +169,24 @@ async fn atomic(
     let key = DedupeKey::new("sim-crash", "sim", id);
     let pipe = &mut *stdout;
     let outcome = store
-        .process_once(&key, |conn: &mut AsyncPgConnection| {
-            Box::pin(async move {
-                // waiting on the parent here is the crash injection, not a side
-                // effect: a real one never awaits outside I/O in the transaction
-                crash_point(lines, pipe).await?;
-                db::credit(conn, id, acct)
-                    .await
-                    .map_err(|e| pg_err("atomic design", &e))
-            })
+        .process_once(&key, async move |conn: &mut AsyncPgConnection| {
+            // waiting on the parent here is the crash injection, not a side effect: a
+            // real one never awaits outside I/O in the transaction
+            crash_point(lines, pipe).await?;
+            db::credit(conn, id, acct)
+                .await
+                .map_err(|e| pg_err("atomic design", &e))?;
+            Ok(())
         })
         .await;
     match outcome {
         Ok(Processed::Applied(())) => say(stdout, "ok").await,
         Ok(Processed::Duplicate) => say(stdout, "dup").await,
-        Err(ProcessError::SideEffect(err)) => Err(err),
+        // the side effect's own I/O error (the parent gone at the crash point), as is
+        Err(ProcessError::SideEffect(err)) => Err(match err.into_inner().downcast::<io::Error>() {
+            Ok(err) => *err,
+            Err(other) => io::Error::other(other),
+        }),
         Err(err) => Err(pg_err("atomic design", &err)),
     }
 }

@@ -163,3 +163,7 @@ pub use pool::{PgOptions, PgStore, PooledConnection};
 // the driver, re-exported so users build side effects with matching versions
 pub use diesel;
 pub use diesel_async;
+
+/// The connection a side effect or handler runs on, inside the store's transaction
+/// (the same name as `hookbox_sqlite::Conn`, so code can switch stores by one `use`).
+pub type Conn = diesel_async::AsyncPgConnection;

@@ -11,7 +11,7 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::testing::{Harness, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore, Provider, Signer};
-use hookbox_diesel_pg::{PgOptions, PgStore, PgError, diesel, diesel_async};
+use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
 
 struct PgHarness {
     store: PgStore,
@@ -342,15 +342,20 @@ async fn connection_failures_are_classified() {
     assert!(!invalid.is_transient());
 }
 
-/// `migrate` twice is a no-op the second time, also on a current-thread runtime.
+/// `migrate` reports what it applied and is a no-op the second time, also on a
+/// current-thread runtime.
 #[tokio::test(flavor = "current_thread")]
 async fn migrate_is_idempotent_on_a_current_thread_runtime() {
     let Some(url) = common::pg_url().await else {
         return;
     };
     let schema = TestSchema::new(&url).await;
-    let store = common::store(&url, &schema.name, PgOptions::new()).await;
-    store.migrate().await.unwrap();
+    let store = PgStore::connect(&url, PgOptions::new().schema(&schema.name))
+        .await
+        .unwrap();
+    // the schema and the columns added since
+    assert_eq!(store.migrate().await.unwrap(), 2);
+    assert_eq!(store.migrate().await.unwrap(), 0);
     assert_eq!(
         common::count(&store, "SELECT count(*) AS n FROM hookbox_inbox").await,
         0
@@ -382,10 +387,7 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
         })
         .await;
     assert!(
-        matches!(
-            outcome,
-            Err(ProcessError::Store(PgError::StatementFailed))
-        ),
+        matches!(outcome, Err(ProcessError::Store(PgError::StatementFailed))),
         "{outcome:?}"
     );
     let retried = store
@@ -497,4 +499,52 @@ async fn fail_on_poison(
     }
     common::credit(conn, "acct", 1).await?;
     Ok(())
+}
+
+/// A worker keeps a handler's error with its causes (`{err:#}`), the text an operator
+/// reads in `last_error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn last_error_keeps_the_cause_chain() {
+    use hookbox_core::testing::delivery;
+    use hookbox_core::{Delivery, HandlerError, Inbox as _, Worked};
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("crediting failed")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    let Some(url) = common::pg_url().await else {
+        return;
+    };
+    let schema = TestSchema::new(&url).await;
+    let store = common::store(&url, &schema.name, PgOptions::new()).await;
+    store.receive(&delivery("evt_chain", "{}")).await.unwrap();
+    let failing = async |conn: &mut AsyncPgConnection, _: &Delivery| -> Result<(), HandlerError> {
+        // written, then rolled back with the failure
+        common::credit(conn, "acct", 100).await?;
+        Err(Outer(std::io::Error::other("ledger offline")).into())
+    };
+    let Worked::Failed {
+        id, attempts: 1, ..
+    } = store.work_one(&failing).await.unwrap()
+    else {
+        panic!("expected a failed row");
+    };
+    let row = store.get(id).await.unwrap().unwrap();
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("crediting failed: ledger offline")
+    );
+    assert_eq!(
+        common::count(&store, "SELECT count(*) AS n FROM ledger").await,
+        0
+    );
 }

@@ -131,7 +131,13 @@ async fn receive_all(store: &PgStore, events: usize, copies: usize) -> (u64, u64
 async fn handle(conn: &mut AsyncPgConnection, delivery: &Delivery) -> Result<(), HandlerError> {
     let event: usize = std::str::from_utf8(delivery.body())?.parse()?;
     let account = common::account(event);
-    common::apply(conn, delivery.delivery_id(), &account, common::amount(event)).await?;
+    common::apply(
+        conn,
+        delivery.delivery_id(),
+        &account,
+        common::amount(event),
+    )
+    .await?;
     Ok(())
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{DEAD_REDIS, Fixture, exists, pttl, shared_redis, wait_until};
 use hookbox_core::{
-    Claim, DedupeKey, HandlerError, IdempotencyStore as _, Inbox as _, KeptHeaders, ProcessError,
-    Processed, Received, Retention, RetentionPolicy, Store as _, VerifiedDelivery,
+    Claim, DedupeKey, HandlerError, IdempotencyStore as _, Inbox as _, InboxFilter, KeptHeaders,
+    ProcessError, Processed, Received, Retention, RetentionPolicy, Store as _, VerifiedDelivery,
 };
 use hookbox_redis_cache::{CacheError, CacheOptions, Cached};
 
@@ -270,9 +270,13 @@ async fn a_ttl_longer_than_the_retention_is_refused() {
 
     let inner = common::open_sqlite(&dir.db(), sqlite).await;
     let equal = CacheOptions::default().ttl(shopify_4h);
-    let cached = Cached::new(inner, redis.clone(), equal)
-        .expect("a ttl equal to the retention is allowed");
-    assert_eq!(cached.retention(), &retention, "the store's retention, forwarded");
+    let cached =
+        Cached::new(inner, redis.clone(), equal).expect("a ttl equal to the retention is allowed");
+    assert_eq!(
+        cached.retention(),
+        &retention,
+        "the store's retention, forwarded"
+    );
     let inner = cached.into_inner();
     let zero = CacheOptions::default().ttl(Duration::ZERO);
     assert!(matches!(
@@ -294,4 +298,21 @@ async fn an_unreachable_redis_is_a_miss_never_an_error() {
     let stats = f.store.cache_stats();
     assert_eq!((stats.hits, stats.misses, stats.lookup_failures), (0, 0, 4));
     assert_eq!(common::balance(f.store.inner(), "acct").await.unwrap(), 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_reach_the_store_through_the_cache_as_a_dyn_inbox_admin() {
+    let redis = hookbox_redis_cache::connect(DEAD_REDIS).unwrap();
+    let f = Fixture::new(redis, CacheOptions::default(), RetentionPolicy::default()).await;
+    let d = delivery("evt_admin");
+    assert_eq!(f.store.receive(&d).await.unwrap(), Received::Stored);
+
+    // list, get and stats forward to the store, and core's blanket impl covers the cache
+    let admin: &dyn hookbox_core::InboxAdmin = &f.store;
+    assert_eq!(admin.stats().await.unwrap().pending, 1);
+    let rows = admin.list(InboxFilter::Pending, 10).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(&rows[0].key, d.dedupe_key());
+    let row = admin.get(rows[0].id).await.unwrap().expect("the row by id");
+    assert_eq!(row.key, rows[0].key);
 }

@@ -110,7 +110,9 @@ impl StoreError for SqliteError {
             Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) => true,
             Self::Config(_)
             | Self::CurrentThreadRuntime
-            | Self::Query(_) | Self::Migration(_) | Self::Corrupt { .. } => false,
+            | Self::Query(_)
+            | Self::Migration(_)
+            | Self::Corrupt { .. } => false,
         }
     }
 }

@@ -17,19 +17,18 @@
 //! (counted), and when the next worker finds an expired lease on a row already at
 //! the limit it dead-letters the row instead of running it again.
 
-use std::fmt::Display;
-
 use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Binary, Nullable, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery, VerifiedDelivery, Worked,
+    BoxFuture, ErasedHandler, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
+    VerifiedDelivery, Worked,
 };
 
 use crate::rows::{InboxRow, duration_micros, encode_headers, from_micros, inbox_columns, micros};
 use crate::store::TxError;
-use crate::{Conn, Error, SqliteStore};
+use crate::{Conn, SqliteError, SqliteStore};
 
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
@@ -68,53 +67,11 @@ fn now() -> i64 {
 }
 
 impl SqliteStore {
-    /// Lists up to `limit` inbox rows matching `filter`, for operators (`hookbox inbox
-    /// list`).
-    ///
-    /// # Errors
-    /// The database failed, or a row could not be read back ([`Error::Corrupt`]).
-    pub async fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> Result<Vec<StoredDelivery>, Error> {
-        let sql = match filter {
-            InboxFilter::Pending => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
-                 ORDER BY next_attempt_at, id LIMIT ?"
-            ),
-            InboxFilter::Processed => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE processed_at IS NOT NULL \
-                 ORDER BY processed_at DESC, id DESC LIMIT ?"
-            ),
-            InboxFilter::Dead => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?"
-            ),
-            InboxFilter::All => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox ORDER BY id DESC LIMIT ?"
-            ),
-        };
-        let mut conn = self.connection().await?;
-        let rows = diesel::sql_query(sql)
-            .bind::<BigInt, _>(i64::from(limit))
-            .load::<InboxRow>(&mut *conn)
-            .await?;
-        rows.into_iter().map(InboxRow::into_delivery).collect()
-    }
-
     /// The lease transaction (see the module docs).
-    async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, Error> {
+    async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, SqliteError> {
         let retry = self.inner.options.retry;
         let lease = duration_micros(self.inner.options.lease);
-        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Lease, Error> {
+        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Lease, SqliteError> {
             let now = now();
             let row = diesel::sql_query(concat!(
                 "SELECT ",
@@ -169,7 +126,7 @@ impl SqliteStore {
         .await
     }
 
-    async fn get_attempts(&self, conn: &mut Conn, id: i64) -> Result<u32, Error> {
+    async fn get_attempts(&self, conn: &mut Conn, id: i64) -> Result<u32, SqliteError> {
         let count = diesel::sql_query("SELECT attempts AS count FROM hookbox_inbox WHERE id = ?")
             .bind::<BigInt, _>(id)
             .get_result::<Count>(conn)
@@ -178,24 +135,20 @@ impl SqliteStore {
     }
 
     /// The work transaction (see the module docs).
-    async fn run_handler<E, H>(
+    async fn run_handler(
         &self,
         conn: &mut Conn,
         token: i64,
-        delivery: &StoredDelivery,
-        handler: &H,
-    ) -> Result<Worked, Error>
-    where
-        H: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync,
-        E: Display + Send,
-    {
+        row: &StoredDelivery,
+        handler: &ErasedHandler<'_, Conn>,
+    ) -> Result<Worked, SqliteError> {
         let retry = self.inner.options.retry;
-        let id = delivery.id;
+        let id = row.id;
         // the failure this attempt would be, counted at lease time
-        let attempts = delivery.attempts + 1;
-        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Worked, Error> {
+        let attempts = row.attempts + 1;
+        // the view an inline handler gets too, with this attempt's number
+        let delivery = row.delivery();
+        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Worked, SqliteError> {
             // the lease may have run out while this worker waited for the write
             // lock, and another worker taken the row: then it is not ours to run
             let ours = diesel::sql_query(
@@ -213,7 +166,7 @@ impl SqliteStore {
             // the failure is recorded in the same transaction as the lease release
             let handled = conn
                 .transaction(async |conn: &mut Conn| {
-                    handler(conn, delivery).await.map_err(TxError::SideEffect)
+                    handler(conn, &delivery).await.map_err(TxError::SideEffect)
                 })
                 .await;
             let now = now();
@@ -236,7 +189,8 @@ impl SqliteStore {
                         "UPDATE hookbox_inbox SET last_error = ?, next_attempt_at = ?, \
                          dead_at = ?, leased_until = NULL, lease_token = NULL WHERE id = ?",
                     )
-                    .bind::<Text, _>(err.to_string())
+                    // the whole cause chain: what an operator needs to see
+                    .bind::<Text, _>(format!("{err:#}"))
                     .bind::<BigInt, _>(next)
                     .bind::<Nullable<BigInt>, _>(dead.then_some(now))
                     .bind::<BigInt, _>(id)
@@ -244,7 +198,7 @@ impl SqliteStore {
                     .await?;
                     Ok(Worked::Failed { id, attempts, dead })
                 }
-                Err(TxError::Db(err)) => Err(Error::from_diesel(err)),
+                Err(TxError::Db(err)) => Err(SqliteError::from_diesel(err)),
             }
         })
         .await
@@ -258,7 +212,7 @@ async fn dead_letter(
     reason: &str,
     now: i64,
     count_attempt: bool,
-) -> Result<(), Error> {
+) -> Result<(), SqliteError> {
     diesel::sql_query(
         "UPDATE hookbox_inbox SET dead_at = ?, last_error = ?, attempts = attempts + ?, \
          leased_until = NULL, lease_token = NULL WHERE id = ?",
@@ -273,13 +227,10 @@ async fn dead_letter(
 }
 
 impl Inbox for SqliteStore {
-    type Conn = Conn;
-    type Error = Error;
-
     fn receive<'a>(
         &'a self,
         delivery: &'a VerifiedDelivery,
-    ) -> BoxFuture<'a, Result<Received, Error>> {
+    ) -> BoxFuture<'a, Result<Received, SqliteError>> {
         Box::pin(async move {
             let key = delivery.dedupe_key();
             let now = now();
@@ -288,14 +239,16 @@ impl Inbox for SqliteStore {
             // (WAL fsynced) when this returns
             let inserted = diesel::sql_query(
                 "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
-                 body, headers, received_at, next_attempt_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                 correlation_id, signed_at, body, headers, received_at, next_attempt_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             )
             .bind::<Text, _>(key.scope())
             .bind::<Text, _>(key.provider())
             .bind::<Text, _>(key.delivery_id())
             .bind::<Nullable<Text>, _>(key.tenant())
             .bind::<Nullable<Text>, _>(delivery.event_type())
+            .bind::<Nullable<Text>, _>(delivery.correlation_id())
+            .bind::<Nullable<BigInt>, _>(delivery.signed_at().map(micros))
             .bind::<Binary, _>(delivery.body().as_ref())
             .bind::<Text, _>(encode_headers(delivery.headers()))
             .bind::<BigInt, _>(now)
@@ -305,19 +258,15 @@ impl Inbox for SqliteStore {
             Ok(if inserted == 1 {
                 Received::Stored
             } else {
-                Received::AlreadyStored
+                Received::Duplicate
             })
         })
     }
 
-    fn work_one<'a, E, H>(&'a self, handler: &'a H) -> BoxFuture<'a, Result<Worked, Error>>
-    where
-        H: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), E>>
-            + Send
-            + Sync
-            + 'a,
-        E: Display + Send + 'a,
-    {
+    fn work_one_erased<'a>(
+        &'a self,
+        handler: &'a ErasedHandler<'a, Conn>,
+    ) -> BoxFuture<'a, Result<Worked, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             let token = fastrand::i64(..);
@@ -328,14 +277,12 @@ impl Inbox for SqliteStore {
                     attempts,
                     dead: true,
                 }),
-                Lease::Taken(delivery) => {
-                    self.run_handler(&mut conn, token, &delivery, handler).await
-                }
+                Lease::Taken(row) => self.run_handler(&mut conn, token, &row, handler).await,
             }
         })
     }
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Error>> {
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             let row = diesel::sql_query(concat!(
@@ -351,22 +298,48 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Error>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let rows = diesel::sql_query(concat!(
+    // operators' `hookbox inbox list`; a row that cannot be read back fails the
+    // whole list with `SqliteError::Corrupt`, naming its id
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, SqliteError>> {
+        let sql = match filter {
+            InboxFilter::Pending => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
+                 ORDER BY next_attempt_at, id LIMIT ?"
+            ),
+            InboxFilter::Processed => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox WHERE processed_at IS NOT NULL \
+                 ORDER BY processed_at DESC, id DESC LIMIT ?"
+            ),
+            InboxFilter::Dead => concat!(
                 "SELECT ",
                 inbox_columns!(),
                 " FROM hookbox_inbox WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?"
-            ))
-            .bind::<BigInt, _>(i64::from(limit))
-            .load::<InboxRow>(&mut *conn)
-            .await?;
+            ),
+            InboxFilter::All => concat!(
+                "SELECT ",
+                inbox_columns!(),
+                " FROM hookbox_inbox ORDER BY id DESC LIMIT ?"
+            ),
+        };
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let rows = diesel::sql_query(sql)
+                .bind::<BigInt, _>(i64::from(limit))
+                .load::<InboxRow>(&mut *conn)
+                .await?;
             rows.into_iter().map(InboxRow::into_delivery).collect()
         })
     }
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Error>> {
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             // last_error stays, for the record
@@ -382,7 +355,7 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, Error>> {
+    fn replay_all(&self) -> BoxFuture<'_, Result<u64, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             let replayed = diesel::sql_query(
@@ -396,7 +369,7 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Error>> {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
             let stats = diesel::sql_query(

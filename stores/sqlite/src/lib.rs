@@ -11,13 +11,24 @@
 //! - [`VersionGuard`](hookbox_core::VersionGuard): apply an update only when its
 //!   version is newer than the stored one, in the same transaction.
 //!
-//! Side effects run on [`Conn`], diesel-async's
+//! Side effects and handlers are async closures that run on [`Conn`], diesel-async's
 //! [`SyncConnectionWrapper`](diesel_async::sync_connection_wrapper::SyncConnectionWrapper)
-//! around a [`SqliteConnection`](diesel::SqliteConnection): write them with
-//! `diesel_async::RunQueryDsl` exactly as on Postgres. The wrapper runs each
-//! statement on tokio's blocking pool, so use a multi-threaded tokio runtime (the
-//! wrapper's cancellation path calls `block_in_place`, which a current-thread
-//! runtime refuses).
+//! around a [`SqliteConnection`](diesel::SqliteConnection), inside the store's
+//! transaction: write with `diesel_async::RunQueryDsl` exactly as on Postgres, and
+//! return `Ok(value)`; `?` turns any error into the
+//! [`HandlerError`](hookbox_core::HandlerError) that rolls the transaction back. The
+//! same handler, `async fn(&mut Conn, &Delivery) -> Result<(), HandlerError>`, serves
+//! an inline endpoint and the inbox worker.
+//!
+//! # Runtime
+//! Use a **multi-threaded** tokio runtime (`#[tokio::main(flavor = "multi_thread")]`,
+//! and `#[tokio::test(flavor = "multi_thread")]` in tests). The wrapper runs each
+//! statement on tokio's blocking pool, and when a query's future is dropped (a client
+//! that disconnects, a timeout) it waits for the statement with `block_in_place`,
+//! which panics on a current-thread runtime. [`SqliteStore::open`] therefore refuses
+//! a current-thread runtime with [`SqliteError::CurrentThreadRuntime`] instead of
+//! letting the first cancelled query panic; the default `#[tokio::test]` is
+//! current-thread.
 //!
 //! When the side effect is plain sync diesel code, prefer
 //! [`SqliteStore::process_once_blocking`]: the claim, the side effect and the commit
@@ -31,17 +42,10 @@
 //! ```
 //! use diesel_async::RunQueryDsl;
 //! use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
-//! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
+//! use hookbox_sqlite::{SqliteOptions, SqliteStore};
 //!
-//! /// The side effect: it runs on the claim's connection, inside its transaction.
-//! async fn credit(conn: &mut Conn) -> diesel::QueryResult<usize> {
-//!     diesel::sql_query(
-//!         "INSERT INTO credits VALUES ('acct_1', 100) \
-//!          ON CONFLICT (account) DO UPDATE SET balance = balance + 100",
-//!     )
-//!     .execute(conn)
-//!     .await
-//! }
+//! const CREDIT: &str = "INSERT INTO credits VALUES ('acct_1', 100) \
+//!                       ON CONFLICT (account) DO UPDATE SET balance = balance + 100";
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,12 +61,59 @@
 //! # drop(conn);
 //!
 //! let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
-//! let first = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! let first = store
+//!     .process_once(&key, async |conn| {
+//!         // on the claim's connection, inside its transaction
+//!         let credited = diesel::sql_query(CREDIT).execute(conn).await?;
+//!         Ok(credited)
+//!     })
+//!     .await?;
 //! assert_eq!(first, Processed::Applied(1));
 //!
 //! // the provider retries: the key is there, the side effect does not run again
-//! let second = store.process_once(&key, |conn| Box::pin(credit(conn))).await?;
+//! let second = store
+//!     .process_once(&key, async |conn| Ok(diesel::sql_query(CREDIT).execute(conn).await?))
+//!     .await?;
 //! assert_eq!(second, Processed::Duplicate);
+//! # drop(store);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Or answer at once and apply later: [`receive`](hookbox_core::Inbox::receive) stores
+//! the verified delivery, and a worker runs a handler on it in the row's transaction:
+//! ```
+//! use diesel_async::RunQueryDsl;
+//! use hookbox_core::bytes::Bytes;
+//! use hookbox_core::{DedupeKey, Delivery, HandlerError, Inbox, KeptHeaders, VerifiedDelivery, Worked};
+//! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
+//!
+//! /// The handler: the same one an inline endpoint would take.
+//! async fn record(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+//!     diesel::sql_query("INSERT INTO seen VALUES (?)")
+//!         .bind::<diesel::sql_types::Text, _>(delivery.delivery_id())
+//!         .execute(conn)
+//!         .await?;
+//!     Ok(())
+//! }
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("hookbox-doc-inbox-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! # let path = dir.join("hookbox.db");
+//! let store = SqliteStore::open(&path, SqliteOptions::default()).await?;
+//! store.migrate().await?;
+//! # let mut conn = store.connection().await?;
+//! # diesel::sql_query("CREATE TABLE seen (id TEXT PRIMARY KEY)").execute(&mut *conn).await?;
+//! # drop(conn);
+//! # let key = DedupeKey::new("billing", "stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+//! # let verified = VerifiedDelivery::new(key, Bytes::from_static(b"{}"), KeptHeaders::default());
+//! // `verified` came from a provider's `verify`
+//! store.receive(&verified).await?;
+//! assert!(matches!(store.work_one(&record).await?, Worked::Processed { .. }));
+//! assert_eq!(store.work_one(&record).await?, Worked::Idle);
 //! # drop(store);
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(())
@@ -88,7 +139,7 @@
 //! - **Locks.** Every write transaction starts with `BEGIN IMMEDIATE`, taking
 //!   SQLite's single write lock up front; a second writer waits up to the busy
 //!   timeout ([`SqliteOptions::busy_timeout`], default 5 s) and then fails with the
-//!   transient [`Error::Busy`]. Deferred transactions that read first and then
+//!   transient [`SqliteError::Busy`]. Deferred transactions that read first and then
 //!   write could instead fail to upgrade.
 //! - **Pool.** A small pool ([`SqliteOptions::max_connections`], default 4). A
 //!   connection whose transaction was left open (a cancelled future) is closed,
@@ -116,7 +167,7 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use error::Error;
+pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 pub use pool::PooledConnection;
 pub use store::SqliteStore;

@@ -109,7 +109,7 @@ impl SqliteOptions {
     }
 
     /// Sets how long a statement waits for another connection's write lock before
-    /// it fails with [`Error::Busy`](crate::Error::Busy) (default 5 s).
+    /// it fails with [`SqliteError::Busy`](crate::SqliteError::Busy) (default 5 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self

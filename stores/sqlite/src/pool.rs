@@ -17,12 +17,12 @@ use diesel_async::pooled_connection::{
 use diesel_async::{AsyncConnection, TransactionManager};
 
 use crate::options::SqliteOptions;
-use crate::{Conn, Error, blocking};
+use crate::{Conn, SqliteError, blocking};
 
 pub(crate) type ConnPool = Pool<Conn>;
 
 /// Builds the pool; connections are opened on first use.
-pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Error> {
+pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, SqliteError> {
     let setup = options.clone();
     let mut config = ManagerConfig::default();
     // `Fast`: no `SELECT 1` round trip per checkout; a broken transaction state is
@@ -38,7 +38,7 @@ pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Erro
     Pool::builder(manager)
         .max_size(options.max_connections)
         .build()
-        .map_err(|_| Error::Config("the connection pool could not be built"))
+        .map_err(|_| SqliteError::Config("the connection pool could not be built"))
 }
 
 /// Opens a connection and runs the store's `PRAGMA`s on it (on the blocking pool).
@@ -61,8 +61,8 @@ pub struct PooledConnection {
 }
 
 impl PooledConnection {
-    pub(crate) async fn get(pool: &ConnPool) -> Result<Self, Error> {
-        let object = pool.get().await.map_err(Error::from_pool)?;
+    pub(crate) async fn get(pool: &ConnPool) -> Result<Self, SqliteError> {
+        let object = pool.get().await.map_err(SqliteError::from_pool)?;
         Ok(Self {
             inner: Some(object),
         })

@@ -8,7 +8,7 @@ use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{DedupeKey, KeptHeaders, StoredDelivery};
 
-use crate::Error;
+use crate::SqliteError;
 
 /// Returns `at` as unix microseconds, the store's time column format.
 pub(crate) fn micros(at: OffsetDateTime) -> i64 {
@@ -75,6 +75,10 @@ pub(crate) struct InboxRow {
     tenant: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     event_type: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    correlation_id: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    signed_at: Option<i64>,
     #[diesel(sql_type = Binary)]
     body: Vec<u8>,
     #[diesel(sql_type = Text)]
@@ -98,8 +102,9 @@ pub(crate) struct InboxRow {
 /// The columns [`InboxRow`] reads, as a literal for `concat!`.
 macro_rules! inbox_columns {
     () => {
-        "id, source, provider, delivery_id, tenant, event_type, body, headers, received_at, \
-         processed_at, attempts, last_error, next_attempt_at, dead_at, lease_token"
+        "id, source, provider, delivery_id, tenant, event_type, correlation_id, signed_at, body, \
+         headers, received_at, processed_at, attempts, last_error, next_attempt_at, dead_at, \
+         lease_token"
     };
 }
 pub(crate) use inbox_columns;
@@ -124,10 +129,10 @@ impl InboxRow {
     /// Rebuilds the delivery.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] when a column does not hold what the store wrote.
-    pub(crate) fn into_delivery(self) -> Result<StoredDelivery, Error> {
+    /// [`SqliteError::Corrupt`] when a column does not hold what the store wrote.
+    pub(crate) fn into_delivery(self) -> Result<StoredDelivery, SqliteError> {
         let id = self.id;
-        let corrupt = |what| Error::Corrupt { id, what };
+        let corrupt = |what| SqliteError::Corrupt { id, what };
         let time = |micros: i64, what| from_micros(micros).ok_or(corrupt(what));
         let optional_time = |micros: Option<i64>, what| micros.map(|m| time(m, what)).transpose();
 
@@ -148,6 +153,8 @@ impl InboxRow {
             id,
             key,
             event_type: self.event_type,
+            correlation_id: self.correlation_id,
+            signed_at: optional_time(self.signed_at, "signed_at")?,
             body: Bytes::from(self.body),
             headers: decode_headers(&self.headers).ok_or(corrupt("headers"))?,
             received_at: time(self.received_at, "received_at")?,

@@ -78,10 +78,7 @@ impl SqliteStore {
     /// not); [`SqliteError::Config`] for an in-memory database or a path that is
     /// not UTF-8; [`SqliteError::Connect`] when the file cannot be opened or
     /// refuses WAL mode.
-    pub async fn open(
-        path: impl AsRef<Path>,
-        options: SqliteOptions,
-    ) -> Result<Self, SqliteError> {
+    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, SqliteError> {
         // refused here rather than found out as a panic on the first cancelled
         // query (a client that disconnects mid-request, a timeout)
         if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread) {
@@ -273,9 +270,7 @@ impl IdempotencyStore for SqliteStore {
                     if insert_key(conn, key).await? == Claim::Duplicate {
                         return Ok(Claim::Duplicate);
                     }
-                    side_effect(conn, &&())
-                        .await
-                        .map_err(TxError::SideEffect)?;
+                    side_effect(conn, &&()).await.map_err(TxError::SideEffect)?;
                     Ok(Claim::New)
                 })
                 .await;

@@ -16,7 +16,7 @@ use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::{Harness, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
 
-use crate::{Conn, Error, SqliteOptions, SqliteStore};
+use crate::{Conn, SqliteError, SqliteOptions, SqliteStore};
 
 /// A fresh directory under the system temp directory, removed when dropped.
 #[derive(Debug)]
@@ -90,14 +90,14 @@ pub async fn credit_query(conn: &mut Conn, account: &str, amount: i64) -> diesel
     Ok(())
 }
 
-/// [`credit_query`] with the store's [`Error`].
-pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), Error> {
+/// [`credit_query`] with the store's [`SqliteError`].
+pub async fn credit(conn: &mut Conn, account: &str, amount: i64) -> Result<(), SqliteError> {
     credit_query(conn, account, amount).await?;
     Ok(())
 }
 
 /// Sets `account`'s plan, on the caller's connection (inside its transaction).
-pub async fn set_plan(conn: &mut Conn, account: &str, plan: &str) -> Result<(), Error> {
+pub async fn set_plan(conn: &mut Conn, account: &str, plan: &str) -> Result<(), SqliteError> {
     diesel::sql_query(
         "INSERT INTO ledger (account, plan) VALUES (?, ?) \
          ON CONFLICT (account) DO UPDATE SET plan = excluded.plan",
@@ -122,7 +122,7 @@ struct Plan {
 }
 
 /// `account`'s balance (0 when it has no row).
-pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
+pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, SqliteError> {
     let mut conn = store.connection().await?;
     let row = diesel::sql_query("SELECT balance FROM ledger WHERE account = ?")
         .bind::<Text, _>(account)
@@ -133,7 +133,7 @@ pub async fn balance(store: &SqliteStore, account: &str) -> Result<i64, Error> {
 }
 
 /// `account`'s plan (`None` when it has no row or no plan).
-pub async fn plan(store: &SqliteStore, account: &str) -> Result<Option<String>, Error> {
+pub async fn plan(store: &SqliteStore, account: &str) -> Result<Option<String>, SqliteError> {
     let mut conn = store.connection().await?;
     let row = diesel::sql_query("SELECT plan FROM ledger WHERE account = ?")
         .bind::<Text, _>(account)
@@ -162,7 +162,7 @@ pub struct SqliteHarness {
 
 impl Harness for SqliteHarness {
     type Conn = Conn;
-    type Error = Error;
+    type Error = SqliteError;
     type Store = SqliteStore;
 
     fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
@@ -185,7 +185,7 @@ impl Harness for SqliteHarness {
         conn: &'c mut Conn,
         account: &'c str,
         amount: i64,
-    ) -> BoxFuture<'c, Result<(), Error>> {
+    ) -> BoxFuture<'c, Result<(), SqliteError>> {
         Box::pin(credit(conn, account, amount))
     }
 
@@ -193,15 +193,15 @@ impl Harness for SqliteHarness {
         conn: &'c mut Conn,
         account: &'c str,
         plan: &'c str,
-    ) -> BoxFuture<'c, Result<(), Error>> {
+    ) -> BoxFuture<'c, Result<(), SqliteError>> {
         Box::pin(set_plan(conn, account, plan))
     }
 
-    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, Error>> {
+    fn balance<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<i64, SqliteError>> {
         Box::pin(balance(&self.store, account))
     }
 
-    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Error>> {
+    fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, SqliteError>> {
         Box::pin(plan(&self.store, account))
     }
 
@@ -210,11 +210,11 @@ impl Harness for SqliteHarness {
         key: &'a DedupeKey,
         account: &'a str,
         amount: i64,
-    ) -> BoxFuture<'a, Result<Claim, Error>> {
+    ) -> BoxFuture<'a, Result<Claim, SqliteError>> {
         Box::pin(async move {
             let store = &self.store;
             let mut conn = store.connection().await?;
-            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, Error> {
+            conn.immediate_transaction(async |conn: &mut Conn| -> Result<Claim, SqliteError> {
                 let claim = store.claim(conn, key).await?;
                 if claim == Claim::New {
                     credit(conn, account, amount).await?;

@@ -8,21 +8,25 @@ use diesel::SqliteConnection;
 use diesel::sql_types::{BigInt, Text};
 use hookbox_core::time::{Duration as TimeDuration, OffsetDateTime};
 use hookbox_core::{
-    Advance, Claim, DedupeKey, IdempotencyStore, ProcessError, Processed, TimestampAdvance,
+    Advance, Claim, DedupeKey, HandlerError, IdempotencyStore, ProcessError, Processed,
+    TimestampAdvance,
 };
 use hookbox_sqlite::testing::{TempDir, balance, credit, open, total};
-use hookbox_sqlite::{Error, SqliteOptions, blocking};
+use hookbox_sqlite::{SqliteError, SqliteOptions, blocking};
 
-fn credit_sync(conn: &mut SqliteConnection, account: &str, amount: i64) -> Result<(), String> {
+fn credit_sync(
+    conn: &mut SqliteConnection,
+    account: &str,
+    amount: i64,
+) -> Result<(), HandlerError> {
     diesel::sql_query(
         "INSERT INTO ledger (account, balance) VALUES (?, ?) \
          ON CONFLICT (account) DO UPDATE SET balance = balance + excluded.balance",
     )
     .bind::<Text, _>(account)
     .bind::<BigInt, _>(amount)
-    .execute(conn)
-    .map(drop)
-    .map_err(|e| e.to_string())
+    .execute(conn)?;
+    Ok(())
 }
 
 fn key(id: &str) -> DedupeKey {
@@ -33,7 +37,7 @@ fn key(id: &str) -> DedupeKey {
 fn connect_refuses_memory_databases_and_runs_the_pragmas() {
     assert!(matches!(
         blocking::connect(":memory:", &SqliteOptions::default()),
-        Err(Error::Config(_))
+        Err(SqliteError::Config(_))
     ));
     #[derive(diesel::QueryableByName)]
     struct Mode {
@@ -59,9 +63,14 @@ async fn a_side_effect_error_releases_the_key_and_the_retry_applies_once() {
 
     let failed = blocking::process_once(&mut conn, &k, |conn| {
         credit_sync(conn, "acct_1", 100)?;
-        Err::<(), _>("the downstream call failed".to_owned())
+        Err::<(), _>("the downstream call failed".into())
     });
-    assert!(matches!(failed, Err(ProcessError::SideEffect(_))));
+    match failed {
+        Err(ProcessError::SideEffect(err)) => {
+            assert_eq!(err.to_string(), "the downstream call failed");
+        }
+        other => panic!("expected the side effect's error, got {other:?}"),
+    }
     assert_eq!(balance(&store, "acct_1").await.unwrap(), 0, "rolled back");
 
     let retried = blocking::process_once(&mut conn, &k, |conn| credit_sync(conn, "acct_1", 100));
@@ -72,9 +81,7 @@ async fn a_side_effect_error_releases_the_key_and_the_retry_applies_once() {
 
     // the async form sees the same key: one store, two ways in
     let from_async = store
-        .process_once(&k, |conn| {
-            Box::pin(async move { credit(conn, "acct_1", 100).await })
-        })
+        .process_once(&k, async |conn| Ok(credit(conn, "acct_1", 100).await?))
         .await
         .unwrap();
     assert_eq!(from_async, Processed::Duplicate);
@@ -88,7 +95,7 @@ fn claim_inside_the_callers_transaction_rolls_back_with_it() {
     let k = key("evt_2");
     let aborted = conn.immediate_transaction(|conn| {
         assert_eq!(blocking::claim(conn, &k)?, Claim::New);
-        Err::<(), Error>(Error::Config("the caller gives up"))
+        Err::<(), SqliteError>(SqliteError::Config("the caller gives up"))
     });
     assert!(aborted.is_err());
     let committed = conn.immediate_transaction(|conn| blocking::claim(conn, &k));
@@ -177,9 +184,12 @@ async fn process_once_blocking_applies_racing_copies_once() {
     let failed = store
         .process_once_blocking(&key("evt_fail"), |conn| {
             credit_sync(conn, "acct_0", 1)?;
-            Err::<(), _>("boom".to_owned())
+            Err::<(), _>("boom".into())
         })
         .await;
-    assert!(matches!(failed, Err(ProcessError::SideEffect(_))));
+    match failed {
+        Err(ProcessError::SideEffect(err)) => assert_eq!(err.to_string(), "boom"),
+        other => panic!("expected the side effect's error, got {other:?}"),
+    }
     assert_eq!(total(&store).await, i64::from(events) * 100);
 }

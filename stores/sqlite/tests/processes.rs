@@ -13,10 +13,10 @@ use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::delivery;
 use hookbox_core::{
-    BoxFuture, DedupeKey, IdempotencyStore, Inbox, Processed, RetryPolicy, StoredDelivery, Worked,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, Processed, RetryPolicy, Worked,
 };
 use hookbox_sqlite::testing::{TempDir, credit, open, total};
-use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore};
+use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
 
 const CHILD_DB: &str = "HOOKBOX_CHILD_DB";
 /// `race`: one pass over the events, starting at `HOOKBOX_CHILD_START_MS`;
@@ -35,28 +35,20 @@ fn unix_ms() -> u64 {
         .as_millis() as u64
 }
 
-fn inbox_handler<'c>(
-    conn: &'c mut Conn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), Error>> {
-    Box::pin(async move {
-        let account = format!("inbox-{}", row.key.delivery_id());
-        credit(conn, &account, 100).await
-    })
+async fn inbox_handler(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    let account = format!("inbox-{}", delivery.delivery_id());
+    credit(conn, &account, 100).await?;
+    Ok(())
 }
 
 /// A side effect that takes a moment inside its transaction, so that a kill at a
 /// random time usually lands between BEGIN and COMMIT.
-fn slow_inbox_handler<'c>(
-    conn: &'c mut Conn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), Error>> {
-    Box::pin(async move {
-        let account = format!("inbox-{}", row.key.delivery_id());
-        credit(conn, &account, 50).await?;
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        credit(conn, &account, 50).await
-    })
+async fn slow_inbox_handler(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    let account = format!("inbox-{}", delivery.delivery_id());
+    credit(conn, &account, 50).await?;
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    credit(conn, &account, 50).await?;
+    Ok(())
 }
 
 fn direct_key(i: usize) -> DedupeKey {
@@ -66,14 +58,13 @@ fn direct_key(i: usize) -> DedupeKey {
 async fn process_direct(store: &SqliteStore, i: usize, slow: bool) -> Processed<()> {
     let account = format!("direct-{i}");
     store
-        .process_once(&direct_key(i), move |conn| {
-            Box::pin(async move {
-                credit(conn, &account, 50).await?;
-                if slow {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-                credit(conn, &account, 50).await
-            })
+        .process_once(&direct_key(i), async |conn| {
+            credit(conn, &account, 50).await?;
+            if slow {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            credit(conn, &account, 50).await?;
+            Ok(())
         })
         .await
         .unwrap()

@@ -10,11 +10,11 @@ use diesel_async::RunQueryDsl as _;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::testing::delivery;
 use hookbox_core::{
-    BoxFuture, DedupeKey, IdempotencyStore, Inbox, KeptHeaders, ProcessError, Processed,
-    RetryPolicy, StoreError as _, StoredDelivery, VerifiedDelivery, Worked,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, KeptHeaders, ProcessError,
+    Processed, RetryPolicy, StoreError as _, StoredDelivery, VerifiedDelivery, Worked,
 };
 use hookbox_sqlite::testing::{TempDir, balance, credit, open, total};
-use hookbox_sqlite::{Conn, Error, SqliteOptions, SqliteStore, Synchronous};
+use hookbox_sqlite::{Conn, SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 #[derive(diesel::QueryableByName)]
 struct Pragma {
@@ -33,14 +33,10 @@ async fn pragma(conn: &mut Conn, name: &str) -> String {
     .value
 }
 
-fn credit_handler<'c>(
-    conn: &'c mut Conn,
-    row: &'c StoredDelivery,
-) -> BoxFuture<'c, Result<(), Error>> {
-    Box::pin(async move {
-        let account = format!("inbox-{}", row.key.delivery_id());
-        credit(conn, &account, 100).await
-    })
+async fn credit_handler(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    let account = format!("inbox-{}", delivery.delivery_id());
+    credit(conn, &account, 100).await?;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -71,17 +67,94 @@ async fn migrate_is_idempotent_and_memory_databases_are_refused() {
     let store = SqliteStore::open(dir.db(), SqliteOptions::default())
         .await
         .unwrap();
-    assert_eq!(store.migrate().await.unwrap(), 1);
+    // the schema, then the inbox's correlation id and signed time
+    assert_eq!(store.migrate().await.unwrap(), 2);
     assert_eq!(store.migrate().await.unwrap(), 0);
 
     let memory = SqliteStore::open(":memory:", SqliteOptions::default()).await;
-    assert!(matches!(memory, Err(Error::Config(_))), "{memory:?}");
+    assert!(matches!(memory, Err(SqliteError::Config(_))), "{memory:?}");
 
     let missing = dir.path().join("no/such/dir/hookbox.db");
     let err = SqliteStore::open(missing, SqliteOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Connect(_)), "{err:?}");
+    assert!(matches!(err, SqliteError::Connect(_)), "{err:?}");
+}
+
+/// `#[tokio::test]` runs on a current-thread runtime, where a cancelled query would
+/// panic in diesel-async's `block_in_place`: `open` refuses it with a typed error
+/// that says what to do.
+#[tokio::test]
+async fn open_refuses_a_current_thread_runtime() {
+    let dir = TempDir::new();
+    let err = SqliteStore::open(dir.db(), SqliteOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SqliteError::CurrentThreadRuntime), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains(r#"#[tokio::main(flavor = "multi_thread")]"#),
+        "{err}"
+    );
+    assert!(
+        !err.is_transient(),
+        "a retry on the same runtime cannot help"
+    );
+    assert!(!dir.db().exists(), "refused before the file was touched");
+}
+
+/// A database created before the inbox kept correlation ids and signed times: the
+/// second migration adds both columns, and the rows already there read back with
+/// neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_from_before_the_second_migration_read_back_without_the_new_facts() {
+    use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
+    const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+    let dir = TempDir::new();
+    {
+        let mut conn =
+            hookbox_sqlite::blocking::connect(dir.db(), &SqliteOptions::default()).unwrap();
+        conn.run_next_migration(MIGRATIONS).unwrap();
+        diesel::RunQueryDsl::execute(
+            diesel::sql_query(
+                "INSERT INTO hookbox_inbox (source, provider, delivery_id, body, headers) \
+                 VALUES ('conformance', 'standard', 'evt_old', X'7B7D', '[]')",
+            ),
+            &mut conn,
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(dir.db(), SqliteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.migrate().await.unwrap(), 1, "only the new one");
+    let row = store.get(1).await.unwrap().unwrap();
+    assert_eq!(row.key.delivery_id(), "evt_old");
+    assert_eq!((row.correlation_id.as_deref(), row.signed_at), (None, None));
+    assert_eq!(row.delivery().occurred_at(), row.received_at);
+    // and a new row keeps both
+    let fresh = hookbox_core::testing::delivery_with_facts("evt_new", "{}");
+    store.receive(&fresh).await.unwrap();
+    let row = store.get(2).await.unwrap().unwrap();
+    assert_eq!(row.correlation_id.as_deref(), fresh.correlation_id());
+    assert_eq!(row.signed_at, fresh.signed_at());
+}
+
+/// The signed time is kept to the microsecond, like every time in the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_at_keeps_microseconds() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default()).await;
+    let at =
+        hookbox_core::time::OffsetDateTime::from_unix_timestamp_nanos(1_790_000_039_123_456_000)
+            .unwrap();
+    let d = delivery("evt_micros", "{}")
+        .with_signed_at(Some(at))
+        .with_correlation_id(Some("obj_1:updated".to_string()));
+    store.receive(&d).await.unwrap();
+    let row = store.get(1).await.unwrap().unwrap();
+    assert_eq!(row.signed_at, Some(at));
+    assert_eq!(row.correlation_id.as_deref(), Some("obj_1:updated"));
 }
 
 /// Several processes starting at once on a new file: one applies the schema, the
@@ -99,11 +172,13 @@ async fn concurrent_first_migrations_apply_the_schema_once() {
             store.migrate().await.unwrap()
         }));
     }
-    let mut applied = 0;
+    let mut applied = Vec::new();
     for task in tasks {
-        applied += task.await.unwrap();
+        applied.push(task.await.unwrap());
     }
-    assert_eq!(applied, 1);
+    applied.sort();
+    // one process applies both migrations in its one transaction; the rest find none
+    assert_eq!(applied, [0, 0, 0, 2]);
 }
 
 /// A future dropped mid-transaction must not leave SQLite's write lock held by a
@@ -120,11 +195,10 @@ async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
     // another connection checked out meanwhile, so that the pool holds a healthy
     // idle connection ahead of the abandoned one
     let other = store.connection().await.unwrap();
-    let mut stuck = Box::pin(store.process_once(&key, |conn| {
-        Box::pin(async move {
-            credit(conn, "acct", 100).await?;
-            std::future::pending::<Result<(), Error>>().await
-        })
+    let mut stuck = Box::pin(store.process_once(&key, async |conn| {
+        credit(conn, "acct", 100).await?;
+        std::future::pending::<()>().await;
+        Ok(())
     }));
     assert!(
         tokio::time::timeout(Duration::from_millis(100), &mut stuck)
@@ -137,7 +211,7 @@ async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
     for i in 0..4 {
         let key = DedupeKey::new("test", "standard", format!("evt_after_{i}"));
         let applied = store
-            .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+            .process_once(&key, async |conn| Ok(credit(conn, "acct", 1).await?))
             .await
             .unwrap();
         assert_eq!(applied, Processed::Applied(()));
@@ -145,7 +219,7 @@ async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
     assert_eq!(balance(&store, "acct").await.unwrap(), 4);
     // and the cancelled claim was released
     let again = store
-        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .process_once(&key, async |conn| Ok(credit(conn, "acct", 100).await?))
         .await
         .unwrap();
     assert_eq!(again, Processed::Applied(()));
@@ -165,14 +239,17 @@ async fn a_lock_held_too_long_is_a_transient_busy_error() {
         .unwrap();
     let key = DedupeKey::new("test", "standard", "evt_busy");
     let result = store
-        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+        .process_once(&key, async |conn| Ok(credit(conn, "acct", 1).await?))
         .await;
     match result {
-        Err(ProcessError::Store(err @ Error::Busy(_))) => assert!(err.is_transient()),
+        Err(ProcessError::Store(err @ SqliteError::Busy(_))) => assert!(err.is_transient()),
         other => panic!("expected Busy, got {other:?}"),
     }
     let received = store.receive(&delivery("evt_busy_inbox", "{}")).await;
-    assert!(matches!(received, Err(Error::Busy(_))), "{received:?}");
+    assert!(
+        matches!(received, Err(SqliteError::Busy(_))),
+        "{received:?}"
+    );
     diesel::sql_query("ROLLBACK")
         .execute(&mut *holder)
         .await
@@ -197,9 +274,7 @@ async fn copies_racing_over_several_connections_apply_once() {
                 let key = DedupeKey::new("test", "standard", format!("evt_{i}"));
                 let account = format!("acct_{}", i % 10);
                 let outcome = store
-                    .process_once(&key, move |conn| {
-                        Box::pin(async move { credit(conn, &account, 100).await })
-                    })
+                    .process_once(&key, async |conn| Ok(credit(conn, &account, 100).await?))
                     .await
                     .unwrap();
                 applied += u32::from(outcome == Processed::Applied(()));
@@ -296,16 +371,14 @@ async fn a_row_that_keeps_killing_its_worker_is_dead_lettered() {
         .receive(&delivery("evt_crasher", "crash"))
         .await
         .unwrap();
-    let crashing = handler(|conn, row| {
-        let crash = row.body.as_ref() == b"crash";
-        Box::pin(async move {
-            if crash {
-                // the process "dies" mid-handler
-                std::future::pending::<()>().await;
-            }
-            credit(conn, "acct", 100).await
-        })
-    });
+    let crashing = async |conn: &mut Conn, delivery: &Delivery| -> Result<(), HandlerError> {
+        if delivery.body().as_ref() == b"crash" {
+            // the process "dies" mid-handler
+            std::future::pending::<()>().await;
+        }
+        credit(conn, "acct", 100).await?;
+        Ok(())
+    };
     for attempt in 1..=3u32 {
         let cut = tokio::time::timeout(Duration::from_millis(100), store.work_one(&crashing)).await;
         assert!(cut.is_err(), "attempt {attempt} hung and was cut off");
@@ -338,14 +411,33 @@ async fn a_row_that_keeps_killing_its_worker_is_dead_lettered() {
     assert_eq!(balance(&store, "acct").await.unwrap(), 100);
 }
 
-/// Pins a closure to the higher-ranked handler signature.
-fn handler<F>(f: F) -> F
-where
-    F: for<'c> Fn(&'c mut Conn, &'c StoredDelivery) -> BoxFuture<'c, Result<(), Error>>
-        + Send
-        + Sync,
-{
-    f
+/// A failed attempt keeps the handler error's whole cause chain in `last_error`, for
+/// the operator who reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_error_keeps_the_cause_chain() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("the ledger refused the credit")]
+    struct Refused(#[source] std::io::Error);
+
+    let dir = TempDir::new();
+    let store = open(&dir.db(), SqliteOptions::default()).await;
+    store.receive(&delivery("evt_refused", "{}")).await.unwrap();
+    let refuse = async |_: &mut Conn, _: &Delivery| -> Result<(), HandlerError> {
+        Err(Refused(std::io::Error::other("account frozen")).into())
+    };
+    assert!(matches!(
+        store.work_one(&refuse).await.unwrap(),
+        Worked::Failed {
+            id: 1,
+            attempts: 1,
+            dead: false
+        }
+    ));
+    let row = store.get(1).await.unwrap().unwrap();
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("the ledger refused the credit: account frozen")
+    );
 }
 
 /// A successful attempt does not count as a failure, and an interrupted one is
@@ -393,7 +485,7 @@ async fn an_unreadable_row_is_dead_lettered_not_fatal() {
         Worked::Processed { id: 2 }
     );
     let err = store.get(1).await.unwrap_err();
-    assert!(matches!(err, Error::Corrupt { id: 1, .. }), "{err:?}");
+    assert!(matches!(err, SqliteError::Corrupt { id: 1, .. }), "{err:?}");
     assert!(!err.is_transient());
 }
 
@@ -414,6 +506,7 @@ async fn tenant_keys_read_back_exactly() {
     assert_eq!(row.key.tenant(), Some("a.myshopify.com"));
     assert_eq!(row.body.as_ref(), b"\x00\xff");
     assert_eq!(row.event_type, None);
+    assert_eq!((row.correlation_id, row.signed_at), (None, None));
 }
 
 /// Providers without a rule keep the default 30 days; a rule applies to its own
@@ -427,7 +520,7 @@ async fn purge_uses_the_default_for_providers_without_a_rule() {
     for provider in ["shopify", "stripe", "acme"] {
         let key = DedupeKey::new("test", provider_name(provider), "evt_1");
         store
-            .process_once(&key, |conn| Box::pin(credit(conn, "acct", 1)))
+            .process_once(&key, async |conn| Ok(credit(conn, "acct", 1).await?))
             .await
             .unwrap();
     }
@@ -461,12 +554,12 @@ async fn two_stores_on_one_file_share_keys() {
     let b = Arc::new(open(&dir.db(), SqliteOptions::default()).await);
     let key = DedupeKey::new("test", "standard", "evt_shared");
     let applied = a
-        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .process_once(&key, async |conn| Ok(credit(conn, "acct", 100).await?))
         .await
         .unwrap();
     assert_eq!(applied, Processed::Applied(()));
     let dup = b
-        .process_once(&key, |conn| Box::pin(credit(conn, "acct", 100)))
+        .process_once(&key, async |conn| Ok(credit(conn, "acct", 100).await?))
         .await
         .unwrap();
     assert_eq!(dup, Processed::Duplicate);
@@ -514,15 +607,10 @@ async fn list_shows_pending_processed_and_dead_rows() {
 }
 
 /// Fails on a `poison` body, credits otherwise.
-fn fail_on_poison<'c>(
-    conn: &'c mut Conn,
-    row: &'c hookbox_core::StoredDelivery,
-) -> hookbox_core::BoxFuture<'c, Result<(), String>> {
-    let poison = row.body.as_ref() == b"poison";
-    Box::pin(async move {
-        if poison {
-            return Err("poison".to_string());
-        }
-        credit(conn, "acct", 1).await.map_err(|e| e.to_string())
-    })
+async fn fail_on_poison(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    if delivery.body().as_ref() == b"poison" {
+        return Err("poison".into());
+    }
+    credit(conn, "acct", 1).await?;
+    Ok(())
 }

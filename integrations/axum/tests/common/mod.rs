@@ -10,9 +10,7 @@ use diesel::connection::SimpleConnection as _;
 use hookbox_axum::axum;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderMap, Request};
-use hookbox_core::{
-    BoxFuture, Inbox, RetryPolicy, Signer, StoredDelivery, VerifiedDelivery, Worked,
-};
+use hookbox_core::{Delivery, HandlerError, Inbox, RetryPolicy, Signer, Worked};
 use hookbox_github::{GitHub, GitHubSigner};
 use hookbox_sqlite::testing::credit_query as credit;
 // not every test binary uses every one
@@ -53,27 +51,12 @@ fn order(raw: &[u8]) -> Result<(String, i64), String> {
     Ok((account, amount))
 }
 
-/// The worker's handler: credits what the body asks for, on the row's transaction.
-pub fn apply<'c>(conn: &'c mut Conn, row: &'c StoredDelivery) -> BoxFuture<'c, Result<(), String>> {
-    Box::pin(async move {
-        let (account, amount) = order(&row.body)?;
-        credit(conn, &account, amount)
-            .await
-            .map_err(|e| e.to_string())
-    })
-}
-
-/// The inline side effect: the same credit, from the verified delivery.
-pub fn apply_inline<'c>(
-    conn: &'c mut Conn,
-    delivery: &'c VerifiedDelivery,
-) -> BoxFuture<'c, Result<(), String>> {
-    Box::pin(async move {
-        let (account, amount) = order(delivery.body())?;
-        credit(conn, &account, amount)
-            .await
-            .map_err(|e| e.to_string())
-    })
+/// The handler, inline and in the worker alike: credits what the body asks for, on
+/// the claim's (or the inbox row's) transaction.
+pub async fn apply(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+    let (account, amount) = order(delivery.body())?;
+    credit(conn, &account, amount).await?;
+    Ok(())
 }
 
 /// Runs `work_one` until the inbox is idle; returns (processed, failed, dead).

@@ -12,7 +12,7 @@ use std::time::Duration;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use hookbox_core::BoxFuture;
-use hookbox_diesel_pg::{PgOptions, PgStore, PgError, diesel, diesel_async};
+use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
 
 /// The service URL's variable.
 pub const URL_VAR: &str = "HOOKBOX_PG_URL";

@@ -152,8 +152,8 @@ impl Fixture {
         let dir = TempDir::new();
         let inner = open_sqlite(&dir.db(), sqlite).await;
         // the TTL ceiling is the store's own retention
-        let store =
-            Cached::new(inner, redis, options.prefix(unique_prefix())).expect("valid cache options");
+        let store = Cached::new(inner, redis, options.prefix(unique_prefix()))
+            .expect("valid cache options");
         Self { store, dir }
     }
 

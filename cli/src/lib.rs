@@ -1,0 +1,11 @@
+//! The library half of `hookbox-cli`: what the `hookbox` binary shares with other
+//! operator tools.
+//!
+//! [`store::open_admin`] opens any store's operator view ([`InboxAdmin`]) from one
+//! `--store` value, a SQLite file path or a `postgres://` URL, so a tool needs no enum
+//! over backends.
+//!
+//! [`InboxAdmin`]: hookbox_core::InboxAdmin
+#![forbid(unsafe_code)]
+
+pub mod store;

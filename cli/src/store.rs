@@ -1,0 +1,99 @@
+//! Opening a store from one `--store` value: a SQLite file path (or `sqlite://path`)
+//! or a `postgres://` URL.
+//!
+//! [`Location::parse`] is the one place that tells the two apart; [`open_admin`]
+//! opens the operator's view of either as a `Box<dyn InboxAdmin>`.
+
+use std::path::{Path, PathBuf};
+
+use hookbox_core::{InboxAdmin, RetentionPolicy};
+use hookbox_diesel_pg::{PgError, PgOptions, PgStore};
+use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore};
+
+/// Where a store lives, as a `--store` value names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location<'a> {
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(&'a str),
+    /// A SQLite file path, without the `sqlite://` prefix it may have been given with.
+    Sqlite(&'a Path),
+}
+
+impl<'a> Location<'a> {
+    /// Reads a `--store` value: a `postgres://` or `postgresql://` URL is Postgres,
+    /// anything else a SQLite file path (a leading `sqlite://` is dropped).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use hookbox_cli::store::Location;
+    ///
+    /// assert_eq!(
+    ///     Location::parse("postgres://postgres@127.0.0.1/test"),
+    ///     Location::Postgres("postgres://postgres@127.0.0.1/test")
+    /// );
+    /// assert_eq!(Location::parse("sqlite://hookbox.db"), Location::Sqlite(Path::new("hookbox.db")));
+    /// assert_eq!(Location::parse("hookbox.db"), Location::Sqlite(Path::new("hookbox.db")));
+    /// ```
+    pub fn parse(store: &'a str) -> Self {
+        if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+            Self::Postgres(store)
+        } else {
+            Self::Sqlite(Path::new(store.strip_prefix("sqlite://").unwrap_or(store)))
+        }
+    }
+
+    /// Returns `true` for a Postgres URL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres(_))
+    }
+}
+
+/// Why [`open_admin`] could not open a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The SQLite file does not exist (an operator command never creates one).
+    #[error("no SQLite file at {}", .0.display())]
+    NoSqliteFile(PathBuf),
+    /// The SQLite store failed to open.
+    #[error(transparent)]
+    Sqlite(#[from] SqliteError),
+    /// The Postgres store failed to connect.
+    #[error(transparent)]
+    Postgres(#[from] PgError),
+}
+
+/// Opens the operator's view of the store `store` names (see [`Location::parse`]),
+/// with `retention` as its retention policy (what a purge deletes).
+///
+/// `schema` is the Postgres schema the store's tables live in (the search path when
+/// `None`); a SQLite file has none and ignores it. Nothing is migrated: an operator
+/// command never changes the schema. A Postgres store gets a pool of two
+/// connections, enough for one command.
+///
+/// # Errors
+/// [`OpenError::NoSqliteFile`] for a SQLite path with no file; the store's own error
+/// when it cannot be opened or reached.
+pub async fn open_admin(
+    store: &str,
+    schema: Option<&str>,
+    retention: RetentionPolicy,
+) -> Result<Box<dyn InboxAdmin>, OpenError> {
+    match Location::parse(store) {
+        Location::Postgres(url) => {
+            let mut options = PgOptions::new().max_connections(2).retention(retention);
+            if let Some(schema) = schema {
+                options = options.schema(schema);
+            }
+            Ok(Box::new(PgStore::connect(url, options).await?))
+        }
+        Location::Sqlite(path) => {
+            if !path.exists() {
+                return Err(OpenError::NoSqliteFile(path.to_path_buf()));
+            }
+            let options = SqliteOptions::default().retention(retention);
+            Ok(Box::new(SqliteStore::open(path, options).await?))
+        }
+    }
+}
