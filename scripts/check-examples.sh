@@ -52,8 +52,12 @@ def value(v):
     if isinstance(v, list):
         return "[" + ", ".join(value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{key(k)} = {value(x)}" for k, x in v.items()) + " }"
     raise SystemExit(f"{name}: cannot write {v!r}")
+
+def key(k):
+    """A TOML key: bare when it can be, quoted otherwise."""
+    return k if k and all(c.isalnum() or c in "-_" for c in k) else json.dumps(k)
 
 def inherits(v):
     return isinstance(v, dict) and v.get("workspace") is True
@@ -78,28 +82,28 @@ def resolve(dep_name, spec, base_dir):
     return spec
 
 lines = ["# written by scripts/check-examples.sh: the example as a crate of its own", "[package]"]
-for key, v in manifest["package"].items():
+for field, v in manifest["package"].items():
     if inherits(v):
-        if key not in ws_package:
-            problems.append(f"{name}: package.{key}.workspace = true, but the root has no {key}")
+        if field not in ws_package:
+            problems.append(f"{name}: package.{field}.workspace = true, but the root has no {field}")
             continue
-        v = ws_package[key]
-    lines.append(f"{key} = {value(v)}")
+        v = ws_package[field]
+    lines.append(f"{field} = {value(v)}")
 
 for section, table in manifest.items():
     if section in ("package", "dev-dependencies"):
         continue  # the tests stay in the workspace
     if section == "lints":
         if not inherits(table):
-            lines += ["", "[lints]"] + [f"{k} = {value(v)}" for k, v in table.items()]
+            lines += ["", "[lints]"] + [f"{key(k)} = {value(v)}" for k, v in table.items()]
         continue
     if section == "features":
-        lines += ["", "[features]"] + [f"{k} = {value(v)}" for k, v in table.items()]
+        lines += ["", "[features]"] + [f"{key(k)} = {value(v)}" for k, v in table.items()]
         continue
     if section in ("dependencies", "build-dependencies"):
         lines += ["", f"[{section}]"]
         for dep, spec in table.items():
-            lines.append(f"{dep} = {value(resolve(dep, spec, example))}")
+            lines.append(f"{key(dep)} = {value(resolve(dep, spec, example))}")
         continue
     problems.append(f"{name}: check-examples.sh does not know how to copy [{section}]")
 lines += ["", "# its own root: not a member of any workspace above it", "[workspace]", ""]
@@ -144,6 +148,22 @@ sys.exit(1 if problems else 0)
 PY
 }
 
+# checks that the copy's Cargo.lock (pruned by cargo to what the copy uses) pins
+# every package at a version the workspace's Cargo.lock has
+same_versions() {
+  python3 - "$ROOT/Cargo.lock" "$1/Cargo.lock" <<'PY'
+import sys, tomllib
+def packages(path):
+    with open(path, "rb") as f:
+        return {(p["name"], p["version"]) for p in tomllib.load(f)["package"]}
+workspace, copy = packages(sys.argv[1]), packages(sys.argv[2])
+new = sorted(f"{n} {v}" for n, v in copy - workspace)
+for package in new:
+    print(f"check-examples: {sys.argv[2]} resolved {package}, which the workspace does not lock", file=sys.stderr)
+sys.exit(1 if new else 0)
+PY
+}
+
 failed=0
 summary=()
 for dir in examples/*/; do
@@ -163,6 +183,9 @@ for dir in examples/*/; do
   fi
   for features in "" "postgres"; do
     label="${features:-default features}"
+    # --offline, not --locked: cargo prunes the workspace's lock to the packages this
+    # one crate uses, which --locked refuses; the versions stay the locked ones, and
+    # same_versions checks that
     args=(build --manifest-path "$copy/Cargo.toml" --offline)
     [[ -n "$features" ]] && args+=(--features "$features")
     start=$SECONDS
@@ -173,6 +196,10 @@ for dir in examples/*/; do
       summary+=("$name ($label): FAILED after $((SECONDS - start)) s")
     fi
   done
+  if ! same_versions "$copy"; then
+    failed=1
+    summary+=("$name: resolved versions the workspace does not lock (see above)")
+  fi
 done
 
 echo "== check-examples summary (target dir $CARGO_TARGET_DIR)"

@@ -245,6 +245,8 @@ fn summary(row: &StoredDelivery) -> Value {
         "scope": row.key.scope(),
         "delivery_id": row.key.delivery_id(),
         "event_type": row.event_type,
+        "correlation_id": row.correlation_id,
+        "signed_at": unix(row.signed_at),
         "received_at": row.received_at.unix_timestamp(),
         "attempts": row.attempts,
         "next_attempt_at": row.next_attempt_at.unix_timestamp(),

@@ -45,6 +45,7 @@ mod clock;
 mod delivery;
 mod error;
 mod handler;
+mod headers;
 mod inbox;
 mod provider;
 mod retention;
@@ -63,6 +64,7 @@ pub use error::VerifyError;
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
+pub use headers::{HeadersJsonError, LegacyText};
 pub use inbox::{
     AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
     RetryPolicy, StoredDelivery, Worked,

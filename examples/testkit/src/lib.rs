@@ -1,6 +1,11 @@
 //! Test support for the hookbox examples: start an example binary on a random port
-//! with its own SQLite file, send it signed deliveries over real HTTP, and watch its
-//! inbox and tables until the worker has applied them.
+//! with its own database, send it signed deliveries over real HTTP, watch its inbox
+//! and tables until the worker has applied them, and stop it with SIGTERM.
+//!
+//! Each build of an example speaks one backend (SQLite, or PostgreSQL with
+//! `--features postgres`): [`Sandbox::for_build`] gives a test the database its
+//! binary speaks, a SQLite file or a PostgreSQL schema of its own, so one test runs
+//! on both builds.
 //!
 //! Each example's `tests/receive.rs` is a few lines on top of this crate; the
 //! plumbing (child processes, ports, logs, polling) lives here so the tests read as

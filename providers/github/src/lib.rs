@@ -54,7 +54,8 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch,
+    hex_spelling, non_canonical_hint, scan, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -78,6 +79,13 @@ pub const EVENT: HeaderSpec = HeaderSpec::new("X-GitHub-Event", "x-github-event"
 pub const HOOK_ID: HeaderSpec = HeaderSpec::new("X-GitHub-Hook-ID", "x-github-hook-id");
 
 const SCHEME: &str = "sha256=";
+
+// a `HeaderSpec` holds a `Bytes` (interior mutability), so a const is not promoted to
+// a `'static` borrow: scans borrow these statics instead
+static SIGNATURE_HEADER: HeaderSpec = SIGNATURE;
+static DELIVERY_HEADER: HeaderSpec = DELIVERY;
+static EVENT_HEADER: HeaderSpec = EVENT;
+static HOOK_ID_HEADER: HeaderSpec = HOOK_ID;
 
 /// Verifies GitHub deliveries.
 #[derive(Debug, Clone)]
@@ -128,11 +136,13 @@ impl Provider for GitHub {
         _now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
+        let [signature, delivery, event, hook_id] =
+            scan(headers, [&SIGNATURE_HEADER, &DELIVERY_HEADER, &EVENT_HEADER, &HOOK_ID_HEADER]);
         let mut kept = KeptHeaders::with_capacity(4);
-        let signature = SIGNATURE.take_required(headers, &mut kept)?;
-        let delivery_id = DELIVERY.take_required(headers, &mut kept)?;
-        let event = EVENT.take(headers, &mut kept)?;
-        let hook_id = HOOK_ID.take(headers, &mut kept)?;
+        let signature = signature.take_required(&mut kept)?;
+        let delivery_id = delivery.take_required(&mut kept)?;
+        let event = event.take(&mut kept)?;
+        let hook_id = hook_id.take(&mut kept)?;
 
         let hex = signature.strip_prefix(SCHEME).ok_or_else(|| {
             VerifyError::malformed(
@@ -140,17 +150,25 @@ impl Provider for GitHub {
                 "expected `sha256=<64 hex digits>`; the SHA-1 `sha1=` form is not accepted",
             )
         })?;
-        let received = decode_hex_mac(hex).ok_or_else(|| {
-            VerifyError::malformed(
-                SIGNATURE.label(),
-                "the value after `sha256=` is not 64 hex digits",
-            )
-        })?;
-
-        if !any_key_matches(&self.keys, &[&body], &[received]) {
-            let hint = diagnose_mismatch(&self.secrets, &body, |secret, body| {
-                any_key_matches(&[HmacKey::new(secret.as_bytes())], &[body], &[received])
-            });
+        // the MAC is compared as lower-case hex text, as GitHub's libraries do; only a
+        // failed comparison needs to know whether the text was hex at all
+        let received = || std::iter::once(hex);
+        if !any_key_matches(&self.keys, &[&body], MacEncoding::LowerHex, received) {
+            let hint = match hex_spelling(hex, 32) {
+                Spelling::Invalid => {
+                    return Err(VerifyError::malformed(
+                        SIGNATURE.label(),
+                        "the value after `sha256=` is not 64 hex digits",
+                    ));
+                }
+                Spelling::NonCanonical(spelling) => {
+                    non_canonical_hint("GitHub", spelling, "lower-case hex")
+                }
+                Spelling::Canonical => diagnose_mismatch(&self.secrets, &body, |secret, body| {
+                    let key = HmacKey::new(secret.as_bytes());
+                    any_key_matches(&[key], &[body], MacEncoding::LowerHex, received)
+                }),
+            };
             return Err(VerifyError::SignatureMismatch { hint });
         }
 
@@ -195,7 +213,10 @@ impl Signer for GitHubSigner {
         headers.push(EVENT.label(), self.event.clone());
         headers.push(
             SIGNATURE.label(),
-            format!("{SCHEME}{}", hex::encode(self.key.sign(&[body]))),
+            format!(
+                "{SCHEME}{}",
+                self.key.sign_text(&[body], MacEncoding::LowerHex).as_str()
+            ),
         );
         headers
     }

@@ -61,15 +61,31 @@ fn githubs_documentation_example_verifies() {
 }
 
 #[test]
-fn header_names_are_case_insensitive_and_values_case_insensitive_hex() {
+fn header_names_are_case_insensitive_and_values_lower_case_hex_only() {
     let github = GitHub::new(DOC_SECRET).unwrap();
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        "X-HUB-SIGNATURE-256",
-        HeaderValue::from_str(&DOC_SIGNATURE.to_uppercase().replace("SHA256=", "sha256=")).unwrap(),
+    let with_signature = |name: &'static str, value: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_str(value).unwrap());
+        headers.insert("x-github-delivery", HeaderValue::from_static(DELIVERY_ID));
+        verify(&github, &headers, DOC_BODY.as_bytes())
+    };
+    // the name in any case
+    assert_eq!(kind(with_signature("X-HUB-SIGNATURE-256", DOC_SIGNATURE)), "ok");
+    // the value only as GitHub writes it: octokit/webhooks-methods compares the
+    // `sha256=<lower-case hex>` text (src/node/verify.ts), so upper- or mixed-case hex
+    // is a signature that does not match
+    let hex = DOC_SIGNATURE.trim_start_matches("sha256=");
+    let mixed = format!("{}{}", &hex[..10].to_uppercase(), &hex[10..]);
+    for value in [format!("sha256={}", hex.to_uppercase()), format!("sha256={mixed}")] {
+        let err = with_signature("x-hub-signature-256", &value).unwrap_err();
+        assert_eq!(err.kind(), "signature_mismatch", "{value}");
+        assert!(err.to_string().contains("upper-case hex"), "{err}");
+    }
+    // so is an upper-case scheme prefix: there is no `sha256=` then
+    assert_eq!(
+        kind(with_signature("x-hub-signature-256", &DOC_SIGNATURE.to_uppercase())),
+        "malformed_header"
     );
-    headers.insert("x-github-delivery", HeaderValue::from_static(DELIVERY_ID));
-    assert_eq!(kind(verify(&github, &headers, DOC_BODY.as_bytes())), "ok");
 }
 
 #[test]
@@ -230,6 +246,16 @@ proptest! {
             let mut tampered = body.clone();
             tampered[flip.index(body.len())] ^= 1 << bit;
             prop_assert_eq!(kind(verify(&github, &headers, &tampered)), "signature_mismatch");
+        }
+
+        // the same MAC with any letter digit upper-cased never verifies
+        let signature = headers.get("x-hub-signature-256").unwrap().to_str().unwrap();
+        if let Some(at) = signature[7..].find(|c: char| c.is_ascii_lowercase()) {
+            let mut upper = signature.to_string();
+            upper[7 + at..8 + at].make_ascii_uppercase();
+            let mut changed = headers.clone();
+            changed.insert("x-hub-signature-256", HeaderValue::from_str(&upper).unwrap());
+            prop_assert_eq!(kind(verify(&github, &changed, &body)), "signature_mismatch");
         }
     }
 

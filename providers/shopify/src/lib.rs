@@ -71,13 +71,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, any_key_matches, decode_base64_mac, diagnose_mismatch, first_present,
-    text_hmac_keys,
+    Found, HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, base64_spelling,
+    diagnose_mismatch, first_found, non_canonical_hint, scan, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::time::format_description::well_known::Rfc3339;
@@ -170,11 +168,11 @@ impl Shopify {
 /// Returns one header from either family, the classic name first, with the spelling
 /// that matched, keeping a copy in `kept`.
 fn either<'h>(
-    headers: &'h HeaderMap,
+    classic: Found<'h, 'static>,
+    events: Found<'h, 'static>,
     kept: &mut KeptHeaders,
-    spec: impl Fn(&'static HeaderFamily) -> &'static HeaderSpec,
 ) -> Result<Option<(&'static HeaderSpec, &'h str)>, VerifyError> {
-    first_present(headers, &[spec(&CLASSIC), spec(&EVENTS)], kept)
+    first_found(&[classic, events], kept)
 }
 
 impl Provider for Shopify {
@@ -197,31 +195,77 @@ impl Provider for Shopify {
         _now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
+        let (c, e) = (&CLASSIC, &EVENTS);
+        let [
+            hmac,
+            webhook_id,
+            event_id,
+            shop_domain,
+            topic,
+            api_version,
+            triggered_at,
+            hmac_e,
+            webhook_id_e,
+            event_id_e,
+            shop_domain_e,
+            topic_e,
+            api_version_e,
+            triggered_at_e,
+        ] = scan(
+            headers,
+            [
+                &c.hmac,
+                &c.webhook_id,
+                &c.event_id,
+                &c.shop_domain,
+                &c.topic,
+                &c.api_version,
+                &c.triggered_at,
+                &e.hmac,
+                &e.webhook_id,
+                &e.event_id,
+                &e.shop_domain,
+                &e.topic,
+                &e.api_version,
+                &e.triggered_at,
+            ],
+        );
         let mut kept = KeptHeaders::with_capacity(7);
         let (hmac_spec, hmac) =
-            either(headers, &mut kept, |f| &f.hmac)?.ok_or_else(|| CLASSIC.hmac.missing())?;
-        let (_, webhook_id) = either(headers, &mut kept, |f| &f.webhook_id)?
-            .ok_or_else(|| CLASSIC.webhook_id.missing())?;
+            either(hmac, hmac_e, &mut kept)?.ok_or_else(|| CLASSIC.hmac.missing())?;
+        let (_, webhook_id) =
+            either(webhook_id, webhook_id_e, &mut kept)?.ok_or_else(|| CLASSIC.webhook_id.missing())?;
         let text = |found: Option<(&HeaderSpec, &str)>| found.map(|(_, text)| text.to_owned());
-        let event_id = text(either(headers, &mut kept, |f| &f.event_id)?);
-        let shop_domain = text(either(headers, &mut kept, |f| &f.shop_domain)?);
-        let topic = text(either(headers, &mut kept, |f| &f.topic)?);
+        let event_id = text(either(event_id, event_id_e, &mut kept)?);
+        let shop_domain = text(either(shop_domain, shop_domain_e, &mut kept)?);
+        let topic = text(either(topic, topic_e, &mut kept)?);
         // kept for the handler: the payload's shape depends on the API version, and
         // Shopify suggests the trigger time to order updates
-        either(headers, &mut kept, |f| &f.api_version)?;
-        either(headers, &mut kept, |f| &f.triggered_at)?;
+        either(api_version, api_version_e, &mut kept)?;
+        either(triggered_at, triggered_at_e, &mut kept)?;
 
-        let received = decode_base64_mac(hmac).ok_or_else(|| {
-            // name the header the way this delivery spelled it
-            VerifyError::malformed(
-                hmac_spec.label(),
-                "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
-            )
-        })?;
-        if !any_key_matches(&self.keys, &[&body], &[received]) {
-            let hint = diagnose_mismatch(&self.secrets, &body, |secret, body| {
-                any_key_matches(&[HmacKey::new(secret.as_bytes())], &[body], &[received])
-            });
+        // compared as canonical base64 text, as Shopify's libraries do; only a failed
+        // comparison needs to know whether the text was base64 at all
+        let received = || std::iter::once(hmac);
+        if !any_key_matches(&self.keys, &[&body], MacEncoding::Base64, received) {
+            let hint = match base64_spelling(hmac, 32) {
+                Spelling::Invalid => {
+                    // name the header the way this delivery spelled it
+                    return Err(VerifyError::malformed(
+                        hmac_spec.label(),
+                        "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
+                    ));
+                }
+                Spelling::NonCanonical(spelling) => non_canonical_hint(
+                    "Shopify",
+                    spelling,
+                    "standard base64 with its `=` padding",
+                ),
+                Spelling::Canonical => diagnose_mismatch(&self.secrets, &body, |secret, body| {
+                    let key = HmacKey::new(secret.as_bytes());
+                    any_key_matches(&[key], &[body], MacEncoding::Base64, received)
+                }),
+            };
             return Err(VerifyError::SignatureMismatch { hint });
         }
         if body.is_empty() {
@@ -314,7 +358,10 @@ impl Signer for ShopifySigner {
         };
         let mut headers = SignedHeaders::default();
         headers.push(family.topic.label(), self.topic.clone());
-        headers.push(family.hmac.label(), STANDARD.encode(self.key.sign(&[body])));
+        headers.push(
+            family.hmac.label(),
+            self.key.sign_text(&[body], MacEncoding::Base64).as_str(),
+        );
         headers.push(family.shop_domain.label(), self.shop_domain.clone());
         headers.push(family.api_version.label(), self.api_version.clone());
         headers.push(family.webhook_id.label(), id);

@@ -324,7 +324,6 @@ fn a_hmac_that_is_not_base64_of_32_bytes_is_malformed() {
         "not base64!",
         "YWJj",
         "R7lMh77oHXBotms/UVq2zJca4BPBqkW3FqfsNprj4wg=AAAA",
-        "R7lMh77oHXBotms_UVq2zJca4BPBqkW3FqfsNprj4wg=",
         "sha256=R7lMh77oHXBotms/UVq2zJca4BPBqkW3FqfsNprj4wg=",
         "47b94c87bee81d7068b66b3f515ab6cc971ae013c1aa45b716a7ec369ae3e308",
     ] {
@@ -336,13 +335,29 @@ fn a_hmac_that_is_not_base64_of_32_bytes_is_malformed() {
         let err = verify(&shopify, &headers, body).unwrap_err();
         assert!(err.to_string().contains("`shopify-hmac-sha256`"), "{err}");
     }
-    // padding is optional
-    let unpadded = with(
-        classic_headers(),
-        "x-shopify-hmac-sha256",
-        HMAC.trim_end_matches('=').as_bytes(),
-    );
-    assert_eq!(kind(verify(&shopify, &unpadded, body)), "ok");
+}
+
+#[test]
+fn only_the_canonical_base64_matches_as_in_shopifys_libraries() {
+    // @shopify/shopify-api computes the base64 HMAC and compares the text
+    // (lib/utils/hmac-validator.ts `validateHmacString` and `safeCompare`), so another
+    // spelling of the same MAC is a mismatch, never a pass
+    let shopify = Shopify::new(SECRET).unwrap();
+    let body = BODY.as_bytes();
+    let cases = [
+        (HMAC.trim_end_matches('=').to_string(), "padding"),
+        (HMAC.replace('/', "_"), "URL-safe"),
+        // `g` is 0b100000; `h` sets a bit that 32 bytes leave unused
+        (HMAC.replace("4wg=", "4wh="), "trailing bits"),
+    ];
+    for (value, spelling) in cases {
+        assert_ne!(value, HMAC);
+        let headers = with(classic_headers(), "x-shopify-hmac-sha256", value.as_bytes());
+        let err = verify(&shopify, &headers, body).unwrap_err();
+        assert_eq!(err.kind(), "signature_mismatch", "{value}");
+        assert!(err.to_string().contains(spelling), "{value}: {err}");
+    }
+    assert_eq!(kind(verify(&shopify, &classic_headers(), body)), "ok");
 }
 
 #[test]

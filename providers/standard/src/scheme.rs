@@ -1,7 +1,7 @@
 //! What differs between senders of the Standard Webhooks scheme, as data.
 
 use hookbox_core::http::HeaderMap;
-use hookbox_core::support::{HeaderSpec, first_present};
+use hookbox_core::support::{Found, HeaderSpec, first_found, scan_into};
 use hookbox_core::{KeptHeaders, Retention, VerifyError};
 
 /// One sender's deployment of the Standard Webhooks scheme: its name, the header
@@ -51,7 +51,7 @@ pub struct Scheme {
 }
 
 /// A header as one of a scheme's lists found it.
-pub(crate) struct Found<'h> {
+pub(crate) struct Present<'h> {
     pub(crate) spec: &'static HeaderSpec,
     pub(crate) value: &'h str,
 }
@@ -61,17 +61,60 @@ pub(crate) struct Found<'h> {
 ///
 /// # Errors
 /// [`VerifyError::MissingHeader`] naming the family's first spelling, or a
-/// [`VerifyError::MalformedHeader`] from [`HeaderSpec::get`].
+/// [`VerifyError::MalformedHeader`] from [`Found::get`].
 pub(crate) fn require<'h>(
-    headers: &'h HeaderMap,
-    family: &'static [&'static HeaderSpec],
+    family: &[Found<'h, 'static>],
     kept: &mut KeptHeaders,
-) -> Result<Found<'h>, VerifyError> {
-    match first_present(headers, family, kept)? {
-        Some((spec, value)) => Ok(Found { spec, value }),
+) -> Result<Present<'h>, VerifyError> {
+    match first_found(family, kept)? {
+        Some((spec, value)) => Ok(Present { spec, value }),
         None => Err(VerifyError::MissingHeader {
-            header: label(family).to_string(),
+            header: family
+                .first()
+                .map_or("(no header configured)", |found| found.spec().label())
+                .to_string(),
         }),
+    }
+}
+
+/// The most header spellings a scheme can list in all before [`Scheme`]'s headers are
+/// found with a heap buffer; the built-in schemes list three (Standard Webhooks) and
+/// six (Svix).
+pub(crate) const INLINE_SPELLINGS: usize = 8;
+
+impl Scheme {
+    /// Finds the scheme's headers in one pass over `headers` and hands the id,
+    /// timestamp and signature families to `f`.
+    pub(crate) fn scan<'h, T>(
+        &self,
+        headers: &'h HeaderMap,
+        f: impl FnOnce(&[Found<'h, 'static>], &[Found<'h, 'static>], &[Found<'h, 'static>]) -> T,
+    ) -> T {
+        let specs = self.id.iter().chain(self.timestamp).chain(self.signature);
+        let (ids, timestamps) = (self.id.len(), self.timestamp.len());
+        let total = ids + timestamps + self.signature.len();
+        let split = |found: &[Found<'h, 'static>]| {
+            let (id, rest) = found.split_at(ids);
+            let (timestamp, signature) = rest.split_at(timestamps);
+            f(id, timestamp, signature)
+        };
+        match specs.clone().next() {
+            None => split(&[]),
+            Some(first) if total <= INLINE_SPELLINGS => {
+                let mut found = [Found::absent(*first); INLINE_SPELLINGS];
+                for (slot, spec) in found.iter_mut().zip(specs) {
+                    *slot = Found::absent(*spec);
+                }
+                scan_into(headers, &mut found[..total]);
+                split(&found[..total])
+            }
+            Some(_) => {
+                // a scheme of many spellings: one heap buffer rather than a limit
+                let mut found: Vec<_> = specs.map(|spec| Found::absent(*spec)).collect();
+                scan_into(headers, &mut found);
+                split(&found)
+            }
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
-use hookbox_core::support::{any_key_matches, diagnose_mismatch, parse_unix_seconds};
+use hookbox_core::support::{
+    MacEncoding, any_key_matches, diagnose_mismatch, non_canonical_hint, parse_unix_seconds,
+};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     DedupeKey, KeptHeaders, Provider, Retention, Secrets, VerifiedDelivery, VerifyError,
@@ -10,7 +12,8 @@ use hookbox_core::{
 };
 
 use crate::keys::{Key, Role, VerifyKeys, decode};
-use crate::signature::{self, Received};
+use crate::signature::{self, Received, Spellings};
+use crate::scheme::Present;
 use crate::{SCHEME, Scheme, scheme};
 
 /// Verifies Standard Webhooks deliveries (or, built [`with_scheme`](Standard::with_scheme),
@@ -62,12 +65,28 @@ impl Standard {
     }
 
     /// Explains why no key matched.
-    fn mismatch_hint(&self, received: &Received, id: &str, timestamp: &str, body: &[u8]) -> String {
-        if received.v1.is_empty() && self.keys.ed25519.is_empty() {
+    fn mismatch_hint(
+        &self,
+        received: &Received<'_>,
+        spellings: Spellings,
+        id: &str,
+        timestamp: &str,
+        body: &[u8],
+    ) -> String {
+        if !spellings.v1_any && self.keys.ed25519.is_empty() {
             return "the list holds only `v1a` (ed25519) signatures and no `whpk_` public key is configured; add the sender's `whpk_` key".to_string();
         }
         if received.v1a.is_empty() && self.keys.hmac.is_empty() {
             return "the list holds only `v1` (HMAC) signatures and no `whsec_` secret is configured; add the endpoint's `whsec_` secret".to_string();
+        }
+        if let Some(spelling) = spellings.non_canonical {
+            if !spellings.v1_canonical && received.v1a.is_empty() {
+                return non_canonical_hint(
+                    self.scheme.name,
+                    spelling,
+                    "standard base64 with its `=` padding",
+                );
+            }
         }
         // a secret with whitespace never gets here (it is an InvalidSecret when the
         // provider is built), so the hint is about the body or the wrong secret
@@ -84,10 +103,17 @@ impl Standard {
 }
 
 /// Returns `true` when any key verifies any signature over `"{id}.{timestamp}.{body}"`.
-fn matches(keys: &VerifyKeys, received: &Received, id: &str, timestamp: &str, body: &[u8]) -> bool {
+fn matches(
+    keys: &VerifyKeys,
+    received: &Received<'_>,
+    id: &str,
+    timestamp: &str,
+    body: &[u8],
+) -> bool {
     // the id and timestamp are signed as the header text, never re-formatted
     let parts = [id.as_bytes(), b".", timestamp.as_bytes(), b".", body];
-    if any_key_matches(&keys.hmac, &parts, &received.v1) {
+    // `v1` is compared as canonical base64 text, as the official libraries do
+    if any_key_matches(&keys.hmac, &parts, MacEncoding::Base64, || received.v1()) {
         return true;
     }
     if keys.ed25519.is_empty() || received.v1a.is_empty() {
@@ -123,16 +149,35 @@ impl Provider for Standard {
         now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let mut kept = KeptHeaders::with_capacity(3);
-        let id = scheme::require(headers, self.scheme.id, &mut kept)?;
-        let timestamp = scheme::require(headers, self.scheme.timestamp, &mut kept)?;
-        let signature = scheme::require(headers, self.scheme.signature, &mut kept)?;
+        self.scheme.scan(headers, |id, timestamp, signature| {
+            let mut kept = KeptHeaders::with_capacity(3);
+            let id = scheme::require(id, &mut kept)?;
+            let timestamp = scheme::require(timestamp, &mut kept)?;
+            let signature = scheme::require(signature, &mut kept)?;
+            self.verify_found(body, now, kept, &id, &timestamp, &signature)
+        })
+    }
+}
+
+impl Standard {
+    /// Verifies a delivery whose headers were found.
+    fn verify_found(
+        &self,
+        body: Bytes,
+        now: OffsetDateTime,
+        kept: KeptHeaders,
+        id: &Present<'_>,
+        timestamp: &Present<'_>,
+        signature: &Present<'_>,
+    ) -> Result<VerifiedDelivery, VerifyError> {
         let signed_unix = parse_unix_seconds(timestamp.spec.label(), timestamp.value)?;
-        let received =
-            signature::parse(signature.spec.label(), signature.value, self.scheme.ed25519)?;
+        let label = signature.spec.label();
+        let received = signature::parse(label, signature.value, self.scheme.ed25519)?;
 
         if !matches(&self.keys, &received, id.value, timestamp.value, &body) {
-            let hint = self.mismatch_hint(&received, id.value, timestamp.value, &body);
+            let spellings = signature::check_spellings(label, &received, self.scheme.ed25519)?;
+            let hint =
+                self.mismatch_hint(&received, spellings, id.value, timestamp.value, &body);
             return Err(VerifyError::SignatureMismatch { hint });
         }
         let signed_at = self.options.check_timestamp(signed_unix, now)?;

@@ -715,3 +715,40 @@ fn debug_output_never_prints_secrets() {
         assert!(!text.contains("KioqKioq"), "{text}");
     }
 }
+
+#[test]
+fn only_canonical_base64_matches_as_in_the_official_libraries() {
+    // standard-webhooks' libraries compute `v1,<base64>` and compare the text
+    // (libraries/javascript/src/index.ts `timingSafeEqual` on the encoded strings), so
+    // another spelling of the same MAC is a mismatch, never a pass
+    let provider = standard(&[SECRET, WHPK]);
+    let mac = V1.trim_start_matches("v1,");
+    let cases = [
+        (mac.trim_end_matches('=').to_string(), "padding"),
+        (mac.replace('+', "-").replace('/', "_"), "URL-safe"),
+        // `E` is 0b000100; `F` sets a bit that 32 bytes leave unused
+        (mac.replace("1OE=", "1OF="), "trailing bits"),
+    ];
+    for (spelled, spelling) in &cases {
+        let list = format!("v1,{spelled}");
+        let error = err(verify(&provider, &published(&list), BODY, TS));
+        assert_eq!(error.kind(), "signature_mismatch", "{list}");
+        assert!(error.to_string().contains(spelling), "{list}: {error}");
+        // beside the canonical entry it changes nothing
+        let both = format!("{list} {V1}");
+        assert!(verify(&provider, &published(&both), BODY, TS).is_ok(), "{both}");
+    }
+    // `v1a` (ed25519) signatures follow the same rule
+    let sig = V1A.trim_start_matches("v1a,");
+    for (spelled, spelling) in [
+        (sig.trim_end_matches('=').to_string(), "padding"),
+        (sig.replace('+', "-").replace('/', "_"), "URL-safe"),
+        (sig.replace("Bw==", "Bx=="), "trailing bits"),
+    ] {
+        let list = format!("v1a,{spelled}");
+        let error = err(verify(&provider, &published(&list), BODY, TS));
+        assert_eq!(error.kind(), "signature_mismatch", "{list}");
+        assert!(error.to_string().contains(spelling), "{list}: {error}");
+    }
+    assert!(verify(&provider, &published(V1A), BODY, TS).is_ok());
+}

@@ -62,11 +62,13 @@
 
 mod event;
 
+use std::borrow::Cow;
+
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, any_key_matches, decode_hex_mac, diagnose_mismatch, parse_unix_seconds,
-    text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch, hex_spelling,
+    non_canonical_hint, parse_unix_seconds, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -140,12 +142,9 @@ impl Provider for Stripe {
         let header = SignatureHeader::parse(SIGNATURE.take_required(headers, &mut kept)?)?;
 
         let t = header.timestamp_text;
-        if !any_key_matches(&self.keys, &signed_parts(t, &body), &header.signatures) {
-            let hint = diagnose_mismatch(&self.secrets, &body, |secret, body| {
-                let key = HmacKey::new(secret.as_bytes());
-                any_key_matches(&[key], &signed_parts(t, body), &header.signatures)
-            });
-            return Err(VerifyError::SignatureMismatch { hint });
+        let received = || header.v1();
+        if !any_key_matches(&self.keys, &signed_parts(t, &body), MacEncoding::LowerHex, received) {
+            return Err(header.mismatch(&self.secrets, &body));
         }
         let signed_at = self.options.check_timestamp(header.timestamp, now)?;
 
@@ -154,22 +153,24 @@ impl Provider for Stripe {
                 reason: "the body is empty; Stripe always sends a JSON event object".to_string(),
             });
         }
-        let event = event::parse(&body).map_err(|err| VerifyError::MalformedBody {
+        let mut scanner = event::Scanner::new(&body);
+        scanner.run(body.len());
+        let event = scanner.finish().map_err(|err| VerifyError::MalformedBody {
             reason: format!("the body is not a JSON event object ({err})"),
         })?;
         // an empty id would make every such event a duplicate of the first
-        let Some(id) = event.id.get().filter(|id| !id.is_empty()) else {
+        let Some(id) = event.id.filter(|id| !id.is_empty()) else {
             return Err(VerifyError::MissingDedupeKey {
                 field: ID_FIELD.to_string(),
             });
         };
         let key = DedupeKey::new(self.options.source_or(NAME), NAME, id);
-        let event_type = event.kind.get();
         let correlation_id = event
-            .object_id()
-            .zip(event_type)
+            .object_id
+            .as_deref()
+            .zip(event.kind.as_deref())
             .map(|(object, kind)| format!("{object}:{kind}"));
-        let event_type = event_type.map(str::to_owned);
+        let event_type = event.kind.map(Cow::into_owned);
 
         Ok(VerifiedDelivery::new(key, body, kept)
             .with_event_type(event_type)
@@ -186,24 +187,26 @@ fn signed_parts<'a>(t: &'a str, body: &'a [u8]) -> [&'a [u8]; 3] {
 
 /// The parts of a `Stripe-Signature` header that verification uses.
 struct SignatureHeader<'h> {
+    value: &'h str,
     timestamp_text: &'h str,
     timestamp: i64,
-    signatures: Vec<[u8; 32]>,
+}
+
+/// Returns the `(scheme, value)` items of a header: split at `,`, trimmed, and split
+/// at their first `=`; items without `=` are skipped.
+fn items(value: &str) -> impl Iterator<Item = (&str, &str)> {
+    value
+        .split(',')
+        .filter_map(|item| item.trim().split_once('='))
 }
 
 impl<'h> SignatureHeader<'h> {
-    /// Parses `t=…,v1=…[,v1=…][,v0=…]`: items are split at `,`, trimmed, and split at
-    /// their first `=`; items without `=` and schemes other than `t` and `v1` are
-    /// ignored.
+    /// Parses `t=…,v1=…[,v1=…][,v0=…]`; schemes other than `t` and `v1` are ignored.
     fn parse(value: &'h str) -> Result<Self, VerifyError> {
         let malformed = |reason: &str| VerifyError::malformed(SIGNATURE.label(), reason);
         let mut timestamp = None;
-        let mut signatures = Vec::new();
         let mut v1_entries = 0_usize;
-        for item in value.split(',') {
-            let Some((scheme, value)) = item.trim().split_once('=') else {
-                continue;
-            };
+        for (scheme, value) in items(value) {
             match scheme {
                 "t" if timestamp.is_some() => {
                     return Err(malformed(
@@ -211,11 +214,7 @@ impl<'h> SignatureHeader<'h> {
                     ));
                 }
                 "t" => timestamp = Some((value, parse_unix_seconds(SIGNATURE.label(), value)?)),
-                "v1" => {
-                    v1_entries += 1;
-                    // one undecodable entry must not hide a valid one beside it
-                    signatures.extend(decode_hex_mac(value));
-                }
+                "v1" => v1_entries += 1,
                 // `v0` is test-mode only, and accepting any other scheme would let a
                 // forger downgrade to it
                 _ => {}
@@ -231,14 +230,53 @@ impl<'h> SignatureHeader<'h> {
                 "no `v1=` signature; `v0` (test mode only) and other schemes are not accepted",
             ));
         }
-        if signatures.is_empty() {
-            return Err(malformed("no `v1=` value is 64 hex digits"));
-        }
         Ok(Self {
+            value,
             timestamp_text,
             timestamp,
-            signatures,
         })
+    }
+
+    /// Returns the text of every `v1` signature: they are compared as lower-case hex
+    /// text, as Stripe's libraries do, so nothing is decoded or collected, and one
+    /// entry that is not hex cannot hide a valid one beside it.
+    fn v1(&self) -> impl Iterator<Item = &'h str> + use<'h> {
+        items(self.value)
+            .filter(|(scheme, _)| *scheme == "v1")
+            .map(|(_, value)| value)
+    }
+
+    /// Explains why no secret matched: a header whose `v1` values are not hex at all is
+    /// malformed, one whose values are all upper-case hex says so, anything else gets
+    /// the usual diagnosis.
+    fn mismatch(&self, secrets: &Secrets, body: &[u8]) -> VerifyError {
+        let (mut canonical, mut non_canonical) = (false, None);
+        for text in self.v1() {
+            match hex_spelling(text, 32) {
+                Spelling::Canonical => canonical = true,
+                Spelling::NonCanonical(spelling) => {
+                    non_canonical.get_or_insert(spelling);
+                }
+                Spelling::Invalid => {}
+            }
+        }
+        let hint = match non_canonical {
+            None if !canonical => {
+                return VerifyError::malformed(
+                    SIGNATURE.label(),
+                    "no `v1=` value is 64 hex digits",
+                );
+            }
+            Some(spelling) if !canonical => {
+                non_canonical_hint("Stripe", spelling, "lower-case hex")
+            }
+            _ => diagnose_mismatch(secrets, body, |secret, body| {
+                let key = HmacKey::new(secret.as_bytes());
+                let parts = signed_parts(self.timestamp_text, body);
+                any_key_matches(&[key], &parts, MacEncoding::LowerHex, || self.v1())
+            }),
+        };
+        VerifyError::SignatureMismatch { hint }
     }
 }
 
@@ -269,7 +307,10 @@ impl Signer for StripeSigner {
         let mut value = format!("t={t}");
         for key in &self.keys {
             value.push_str(",v1=");
-            value.push_str(&hex::encode(key.sign(&signed_parts(&t, body))));
+            value.push_str(
+                key.sign_text(&signed_parts(&t, body), MacEncoding::LowerHex)
+                    .as_str(),
+            );
         }
         let mut headers = SignedHeaders::default();
         headers.push(SIGNATURE.label(), value);

@@ -201,9 +201,37 @@ fn header_names_are_case_insensitive() {
     let mut headers = HeaderMap::new();
     headers.insert(
         HeaderName::from_bytes(b"STRIPE-SIGNATURE").unwrap(),
-        HeaderValue::from_str(&format!("t={T},v1={}", SIG.to_uppercase())).unwrap(),
+        HeaderValue::from_str(&format!("t={T},v1={SIG}")).unwrap(),
     );
     assert_eq!(kind(verify_at(&stripe, &headers, BODY.as_bytes(), T)), "ok");
+}
+
+#[test]
+fn upper_case_hex_is_a_mismatch_as_in_stripes_libraries() {
+    // stripe-node computes the lower-case hex and compares the text
+    // (src/Webhooks.ts `secureCompare`), so no other spelling of the MAC matches
+    let stripe = Stripe::new(SECRET).unwrap();
+    let body = BODY.as_bytes();
+    let mixed = format!("{}{}", &SIG[..8].to_uppercase(), &SIG[8..]);
+    for sig in [SIG.to_uppercase(), mixed] {
+        let err = verify_at(&stripe, &header(&format!("t={T},v1={sig}")), body, T).unwrap_err();
+        assert_eq!(err.kind(), "signature_mismatch", "{sig}");
+        assert!(err.to_string().contains("upper-case hex"), "{err}");
+        // beside the canonical spelling it changes nothing
+        assert_eq!(
+            kind(verify_at(&stripe, &header(&format!("t={T},v1={sig},v1={SIG}")), body, T)),
+            "ok"
+        );
+        // beside another canonical signature, the usual diagnosis applies
+        let err = verify_at(&stripe, &header(&format!("t={T},v1={sig},v1={NEW_SIG}")), body, T)
+            .unwrap_err();
+        assert_eq!(err.kind(), "signature_mismatch");
+        assert!(err.to_string().contains("no configured secret"), "{err}");
+    }
+    // the signer writes lower-case hex
+    let signed = signed(SECRET, T, body);
+    let value = signed.get("stripe-signature").unwrap().to_str().unwrap();
+    assert!(!value.bytes().any(|b| b.is_ascii_uppercase()), "{value}");
 }
 
 #[test]
@@ -336,6 +364,11 @@ fn every_malformed_header_shape_is_a_typed_error() {
     }
     // an undecodable v1 is skipped when another decodes
     assert_eq!(with(&format!("t={T},v1=nothex,v1={SIG}")), "ok");
+    // hex in the wrong case is a signature, just never the one Stripe sent
+    assert_eq!(
+        with(&format!("t={T},v1=nothex,v1={}", SIG.to_uppercase())),
+        "signature_mismatch"
+    );
     assert_eq!(
         with(&format!("t={T},v1=nothex,v1={NEW_SIG}")),
         "signature_mismatch"
@@ -484,10 +517,16 @@ proptest! {
     }
 
     #[test]
-    fn any_one_character_change_to_the_signature_fails(index in 0_usize..64, digit in 0_u32..16) {
+    fn any_one_character_change_to_the_signature_fails(
+        index in 0_usize..64,
+        digit in 0_u32..16,
+        upper in any::<bool>(),
+    ) {
         let stripe = Stripe::new(SECRET).unwrap();
         let mut sig: Vec<char> = SIG.chars().collect();
         let replacement = char::from_digit(digit, 16).unwrap();
+        // an upper-case digit is a change too, even when it is the same digit
+        let replacement = if upper { replacement.to_ascii_uppercase() } else { replacement };
         prop_assume!(sig[index] != replacement);
         sig[index] = replacement;
         let sig: String = sig.into_iter().collect();

@@ -342,3 +342,25 @@ fn mismatch_hint_names_a_reserialized_body() {
         .unwrap_err();
     assert!(error.to_string().contains("re-serialized"), "{error}");
 }
+
+#[test]
+fn only_canonical_base64_matches_as_in_svixs_libraries() {
+    // svix-webhooks computes `v1,<base64>` and compares the text byte for byte
+    // (rust/src/webhooks.rs `verify_inner`, go/webhook.go `hmac.Equal` on the
+    // encoded strings), so another spelling of the same MAC is a mismatch
+    let mac = V1.trim_start_matches("v1,");
+    for (spelled, spelling) in [
+        (mac.trim_end_matches('=').to_string(), "padding"),
+        (mac.replace('+', "-").replace('/', "_"), "URL-safe"),
+        // `E` is 0b000100; `F` sets a bit that 32 bytes leave unused
+        (mac.replace("1OE=", "1OF="), "trailing bits"),
+    ] {
+        for prefix in ["svix", "webhook"] {
+            let list = format!("v1,{spelled}");
+            let error = verify(&svix(), &published(prefix, &list), NOW).unwrap_err();
+            assert_eq!(error.kind(), "signature_mismatch", "{list}");
+            assert!(error.to_string().contains(spelling), "{list}: {error}");
+        }
+    }
+    assert!(verify(&svix(), &published("svix", V1), NOW).is_ok());
+}

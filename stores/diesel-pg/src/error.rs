@@ -1,4 +1,5 @@
-//! The store's error type and its transient/permanent classification.
+//! The store's error type and its transient/permanent classification, and the error
+//! of a transaction that runs user code.
 
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
 use hookbox_core::StoreError;
@@ -106,6 +107,23 @@ impl StoreError for PgError {
             | Self::Corrupt { .. }
             | Self::InvalidSchema { .. } => false,
         }
+    }
+}
+
+/// What ends a transaction that runs user code (a side effect or a handler): the
+/// database's error, a statement the user code let fail while returning `Ok`, or the
+/// user code's own error `E`.
+pub(crate) enum TxError<E> {
+    Db(DieselError),
+    /// The caller returned `Ok` after a statement failed (see
+    /// `watch::statement_failed`): committing would silently roll back.
+    StatementFailed,
+    User(E),
+}
+
+impl<E> From<DieselError> for TxError<E> {
+    fn from(err: DieselError) -> Self {
+        Self::Db(err)
     }
 }
 

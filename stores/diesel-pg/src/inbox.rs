@@ -3,17 +3,16 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::{
     BoxFuture, DedupeKey, ErasedHandler, HandlerError, Inbox, InboxFilter, InboxStats, KeptHeaders,
-    Received, StoredDelivery, VerifiedDelivery, Worked, error_chain,
+    LegacyText, Received, StoredDelivery, VerifiedDelivery, Worked, error_chain,
 };
 use time::OffsetDateTime;
 
-use crate::pool::statement_failed;
+use crate::error::{PgError, TxError};
 use crate::schema::hookbox_inbox as inbox;
-use crate::store::TxError;
-use crate::{PgError, PgStore};
+use crate::store::PgStore;
+use crate::watch::statement_failed;
 
 /// One inbox row as stored.
 #[derive(Queryable, Selectable)]
@@ -44,7 +43,9 @@ impl InboxRow {
             id: self.id,
             source,
         };
-        let headers = decode_headers(&self.headers).map_err(corrupt)?;
+        // rows written before the core's codec kept values as (lossy) UTF-8 text
+        let headers = KeptHeaders::from_json(&self.headers, LegacyText::Utf8)
+            .map_err(|err| corrupt(Box::new(err)))?;
         // `source` holds the scope: the source, or source/tenant
         let source = match &self.tenant {
             Some(tenant) => self
@@ -76,33 +77,6 @@ impl InboxRow {
     }
 }
 
-/// Encodes the kept headers as a JSON array of `[name, value]` pairs. Values are the
-/// visible ASCII the providers accept; any other byte is stored lossily.
-fn encode_headers(headers: &KeptHeaders) -> String {
-    let pairs: Vec<[String; 2]> = headers
-        .iter()
-        .map(|(name, value)| {
-            [
-                name.as_str().to_string(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            ]
-        })
-        .collect();
-    serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".to_string())
-}
-
-fn decode_headers(text: &str) -> Result<KeptHeaders, Box<dyn std::error::Error + Send + Sync>> {
-    let pairs: Vec<(String, String)> = serde_json::from_str(text)?;
-    let mut headers = KeptHeaders::with_capacity(pairs.len());
-    for (name, value) in pairs {
-        headers.push(
-            HeaderName::from_bytes(name.as_bytes())?,
-            HeaderValue::from_bytes(value.as_bytes())?,
-        );
-    }
-    Ok(headers)
-}
-
 /// What happened to the row a worker took, decided inside its transaction.
 enum Outcome {
     Processed,
@@ -114,12 +88,10 @@ impl Inbox for PgStore {
         &'a self,
         delivery: &'a VerifiedDelivery,
     ) -> BoxFuture<'a, Result<Received, PgError>> {
-        Box::pin(async move {
-            let key = delivery.dedupe_key();
-            let mut conn = self.connection().await?;
-            conn.arm();
+        let key = delivery.dedupe_key();
+        Box::pin(self.with_connection(async move |conn| {
             // one autocommitted statement: durable (per synchronous_commit) when it returns
-            let result = diesel::insert_into(inbox::table)
+            let inserted = diesel::insert_into(inbox::table)
                 .values((
                     inbox::source.eq(key.scope()),
                     inbox::provider.eq(key.provider()),
@@ -129,30 +101,27 @@ impl Inbox for PgStore {
                     inbox::correlation_id.eq(delivery.correlation_id()),
                     inbox::signed_at.eq(delivery.signed_at()),
                     inbox::body.eq(delivery.body().as_ref()),
-                    inbox::headers.eq(encode_headers(delivery.headers())),
+                    inbox::headers.eq(delivery.headers().to_json()),
                 ))
                 .on_conflict_do_nothing()
-                .execute(&mut *conn)
+                .execute(conn)
                 .await
-                .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            Ok(if result? == 1 {
+                .map_err(PgError::query)?;
+            Ok(if inserted == 1 {
                 Received::Stored
             } else {
                 Received::Duplicate
             })
-        })
+        }))
     }
 
     fn work_one_erased<'a>(
         &'a self,
         handler: &'a ErasedHandler<'a, AsyncPgConnection>,
     ) -> BoxFuture<'a, Result<Worked, PgError>> {
-        Box::pin(async move {
-            let retry = self.inner.options.get_retry();
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = conn
+        let retry = self.inner.options.get_retry();
+        Box::pin(self.with_connection(async move |conn| {
+            let worked = conn
                 .transaction(async move |conn| -> Result<Worked, TxError<PgError>> {
                     // rows locked by other workers are skipped, not waited for; a
                     // worker that dies mid-transaction releases its row with its
@@ -179,7 +148,7 @@ impl Inbox for PgStore {
                         Ok(stored) => conn
                             .transaction(async |conn| -> Result<(), TxError<HandlerError>> {
                                 let delivery = stored.delivery();
-                                handler(conn, &delivery).await.map_err(TxError::Caller)?;
+                                handler(conn, &delivery).await.map_err(TxError::User)?;
                                 if statement_failed(conn) {
                                     // releasing the savepoint would fail and stop the
                                     // worker; fail the row instead, visibly
@@ -190,7 +159,7 @@ impl Inbox for PgStore {
                             .await
                             .map_err(|err| match err {
                                 // the whole cause chain: what an operator reads
-                                TxError::Caller(err) => Ok(format!("{err:#}")),
+                                TxError::User(err) => Ok(format!("{err:#}")),
                                 TxError::StatementFailed => {
                                     Ok(PgError::StatementFailed.to_string())
                                 }
@@ -224,29 +193,28 @@ impl Inbox for PgStore {
                     })
                 })
                 .await;
-            let result = result.map_err(|err| match err {
+            worked.map_err(|err| match err {
                 TxError::Db(err) => PgError::query(err),
                 TxError::StatementFailed => PgError::StatementFailed,
-                TxError::Caller(err) => err,
-            });
-            conn.settle(result.as_ref().err());
-            result
-        })
+                TxError::User(err) => err,
+            })
+        }))
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgError>> {
         Box::pin(async move {
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = inbox::table
-                .find(id)
-                .select(InboxRow::as_select())
-                .first(&mut *conn)
-                .await
-                .optional()
-                .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            result?.map(InboxRow::into_delivery).transpose()
+            let row = self
+                .with_connection(async |conn| {
+                    inbox::table
+                        .find(id)
+                        .select(InboxRow::as_select())
+                        .first(conn)
+                        .await
+                        .optional()
+                        .map_err(PgError::query)
+                })
+                .await?;
+            row.map(InboxRow::into_delivery).transpose()
         })
     }
 
@@ -270,60 +238,53 @@ impl Inbox for PgStore {
                     .order((inbox::dead_at.asc(), inbox::id.asc())),
                 InboxFilter::All => query.order(inbox::id.desc()),
             };
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = query
-                .limit(i64::from(limit))
-                .load(&mut *conn)
-                .await
-                .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            result?.into_iter().map(InboxRow::into_delivery).collect()
+            let rows = self
+                .with_connection(async |conn| {
+                    query
+                        .limit(i64::from(limit))
+                        .load::<InboxRow>(conn)
+                        .await
+                        .map_err(PgError::query)
+                })
+                .await?;
+            rows.into_iter().map(InboxRow::into_delivery).collect()
         })
     }
 
     fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, PgError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = diesel::update(
+        Box::pin(self.with_connection(async move |conn| {
+            let replayed = diesel::update(
                 inbox::table
                     .find(id)
                     .filter(inbox::dead_at.is_not_null())
                     .filter(inbox::processed_at.is_null()),
             )
             .set(replayed())
-            .execute(&mut *conn)
+            .execute(conn)
             .await
-            .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            Ok(result? == 1)
-        })
+            .map_err(PgError::query)?;
+            Ok(replayed == 1)
+        }))
     }
 
     fn replay_all(&self) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = diesel::update(
+        Box::pin(self.with_connection(async |conn| {
+            let replayed = diesel::update(
                 inbox::table
                     .filter(inbox::dead_at.is_not_null())
                     .filter(inbox::processed_at.is_null()),
             )
             .set(replayed())
-            .execute(&mut *conn)
+            .execute(conn)
             .await
-            .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            Ok(result? as u64)
-        })
+            .map_err(PgError::query)?;
+            Ok(replayed as u64)
+        }))
     }
 
     fn stats(&self) -> BoxFuture<'_, Result<InboxStats, PgError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = diesel::sql_query(
+        Box::pin(self.with_connection(async |conn| {
+            let row = diesel::sql_query(
                 "SELECT \
                    count(*) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
                    count(*) FILTER (WHERE processed_at IS NOT NULL) AS processed, \
@@ -332,18 +293,16 @@ impl Inbox for PgStore {
                      AS oldest_pending \
                  FROM hookbox_inbox",
             )
-            .get_result::<StatsRow>(&mut *conn)
+            .get_result::<StatsRow>(conn)
             .await
-            .map_err(PgError::query);
-            conn.settle(result.as_ref().err());
-            let row = result?;
+            .map_err(PgError::query)?;
             Ok(InboxStats {
                 pending: row.pending.try_into().unwrap_or(0),
                 processed: row.processed.try_into().unwrap_or(0),
                 dead: row.dead.try_into().unwrap_or(0),
                 oldest_pending: row.oldest_pending,
             })
-        })
+        }))
     }
 }
 
@@ -398,25 +357,4 @@ async fn record_failure(
     .execute(conn)
     .await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_round_trip_through_json() {
-        let mut headers = KeptHeaders::default();
-        headers.push(
-            HeaderName::from_static("webhook-id"),
-            HeaderValue::from_static("msg_1"),
-        );
-        headers.push(
-            HeaderName::from_static("webhook-signature"),
-            HeaderValue::from_static("v1,abc= v1,\"quoted\""),
-        );
-        let text = encode_headers(&headers);
-        assert_eq!(decode_headers(&text).ok(), Some(headers));
-        assert!(decode_headers("not json").is_err());
-    }
 }

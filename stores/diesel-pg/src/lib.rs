@@ -151,14 +151,20 @@
 //! this crate was built with.
 #![forbid(unsafe_code)]
 
+mod claims;
 mod error;
 mod inbox;
+mod migrations;
+mod options;
 mod pool;
 mod schema;
 mod store;
+mod watch;
 
 pub use error::PgError;
-pub use pool::{PgOptions, PgStore, PooledConnection};
+pub use options::PgOptions;
+pub use pool::PooledConnection;
+pub use store::PgStore;
 
 // the driver, re-exported so users build side effects with matching versions
 pub use diesel;

@@ -1,290 +1,99 @@
-//! The store itself, claims, version guards and retention.
+//! The store type: its pool and options, shared by every clone.
 
-use diesel::prelude::*;
-// `filter` on an upsert: the `WHERE` of `ON CONFLICT DO UPDATE`
-use diesel::query_dsl::methods::FilterDsl as _;
-use diesel::upsert::excluded;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, IdempotencyStore,
-    ProcessError, Purged, RetentionPolicy, Store, TimestampAdvance, VersionGuard,
-};
-use time::OffsetDateTime;
+use std::fmt;
+use std::sync::Arc;
 
-use crate::pool::statement_failed;
-use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
-use crate::{PgError, PgStore};
+use diesel_async::AsyncPgConnection;
 
-/// The error of a transaction closure: the database's, or the caller's own.
-pub(crate) enum TxError<E> {
-    Db(diesel::result::Error),
-    /// The caller returned `Ok` after a statement failed (see `statement_failed`).
-    StatementFailed,
-    Caller(E),
+use crate::error::PgError;
+use crate::options::{PgOptions, check_schema};
+use crate::pool::{self, ConnPool, OperationError, PooledConnection};
+
+/// The PostgreSQL store: claims, the inbox and its worker, version guards and
+/// retention over one connection pool. Cheap to clone (the clones share the pool).
+///
+/// Build it with [`PgStore::connect`], apply the schema with [`PgStore::migrate`],
+/// then use it through [`IdempotencyStore`](hookbox_core::IdempotencyStore),
+/// [`VersionGuard`](hookbox_core::VersionGuard) and [`Inbox`](hookbox_core::Inbox)
+/// (and, for an operator's tool, as a `&dyn` [`InboxAdmin`](hookbox_core::InboxAdmin)).
+/// Side effects and handlers run on its [`AsyncPgConnection`], the store's
+/// [`Store::Conn`](hookbox_core::Store::Conn).
+#[derive(Clone)]
+pub struct PgStore {
+    pub(crate) inner: Arc<Inner>,
 }
 
-impl<E> From<diesel::result::Error> for TxError<E> {
-    fn from(err: diesel::result::Error) -> Self {
-        Self::Db(err)
+pub(crate) struct Inner {
+    pool: ConnPool,
+    pub(crate) options: PgOptions,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // the URL may hold a password: show the options and the pool's state only
+        let status = self.inner.pool.status();
+        f.debug_struct("PgStore")
+            .field("options", &self.inner.options)
+            .field("pool_size", &status.size)
+            .field("pool_available", &status.available)
+            .finish()
     }
 }
 
-/// Inserts the key; `true` when it was new. A copy of the key that another
-/// transaction inserted and has not committed yet makes this wait (up to
-/// `lock_timeout`), then report a duplicate if that transaction committed.
-async fn insert_key(
-    conn: &mut AsyncPgConnection,
-    key: &DedupeKey,
-) -> Result<bool, diesel::result::Error> {
-    let inserted = diesel::insert_into(hookbox_processed_keys::table)
-        .values((
-            hookbox_processed_keys::source.eq(key.scope()),
-            hookbox_processed_keys::provider.eq(key.provider()),
-            hookbox_processed_keys::delivery_id.eq(key.delivery_id()),
-        ))
-        .on_conflict_do_nothing()
-        .execute(conn)
-        .await?;
-    Ok(inserted == 1)
-}
-
-impl Store for PgStore {
-    type Conn = AsyncPgConnection;
-    type Error = PgError;
-
-    fn retention(&self) -> &RetentionPolicy {
-        self.inner.options.get_retention()
-    }
-}
-
-impl IdempotencyStore for PgStore {
-    fn claim<'a>(
-        &'a self,
-        conn: &'a mut AsyncPgConnection,
-        key: &'a DedupeKey,
-    ) -> BoxFuture<'a, Result<Claim, PgError>> {
-        Box::pin(async move {
-            match insert_key(conn, key).await {
-                Ok(true) => Ok(Claim::New),
-                Ok(false) => Ok(Claim::Duplicate),
-                Err(err) => Err(PgError::query(err)),
-            }
-        })
-    }
-
-    fn process_once_erased<'a>(
-        &'a self,
-        key: &'a DedupeKey,
-        side_effect: ErasedSideEffect<'a, AsyncPgConnection>,
-    ) -> BoxFuture<'a, Result<Claim, ProcessError<PgError>>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await.map_err(ProcessError::Store)?;
-            conn.arm();
-            let result = conn
-                .transaction(async move |conn| {
-                    if !insert_key(conn, key).await? {
-                        // nothing written: the empty transaction commits
-                        return Ok(Claim::Duplicate);
-                    }
-                    side_effect(conn, &&()).await.map_err(TxError::Caller)?;
-                    if statement_failed(conn) {
-                        return Err(TxError::StatementFailed);
-                    }
-                    Ok(Claim::New)
-                })
-                .await;
-            let result = result.map_err(|err| match err {
-                TxError::Db(err) => ProcessError::Store(PgError::query(err)),
-                TxError::StatementFailed => ProcessError::Store(PgError::StatementFailed),
-                TxError::Caller(err) => ProcessError::SideEffect(err),
-            });
-            conn.settle(match &result {
-                Err(ProcessError::Store(err)) => Some(err),
-                _ => None,
-            });
-            result
-        })
-    }
-
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            conn.arm();
-            let result = purge(self, &mut conn, now).await;
-            conn.settle(result.as_ref().err());
-            result
-        })
-    }
-}
-
-/// Deletes in batches of `policy.batch()` rows per statement, each its own
-/// transaction, so a purge never holds many locks for long.
-async fn purge(
-    store: &PgStore,
-    conn: &mut AsyncPgConnection,
-    now: OffsetDateTime,
-) -> Result<Purged, PgError> {
-    use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
-
-    const KEYS: &str = "DELETE FROM hookbox_processed_keys WHERE ctid = ANY(ARRAY( \
-         SELECT ctid FROM hookbox_processed_keys \
-         WHERE provider = $1 AND received_at < $2 LIMIT $3))";
-    const KEYS_OTHERS: &str = "DELETE FROM hookbox_processed_keys WHERE ctid = ANY(ARRAY( \
-         SELECT ctid FROM hookbox_processed_keys \
-         WHERE provider <> ALL($1) AND received_at < $2 LIMIT $3))";
-    // processed rows only: pending rows and dead letters are never purged
-    const INBOX: &str = "DELETE FROM hookbox_inbox WHERE id = ANY(ARRAY( \
-         SELECT id FROM hookbox_inbox \
-         WHERE processed_at IS NOT NULL AND dead_at IS NULL \
-         AND provider = $1 AND received_at < $2 LIMIT $3))";
-    const INBOX_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id = ANY(ARRAY( \
-         SELECT id FROM hookbox_inbox \
-         WHERE processed_at IS NOT NULL AND dead_at IS NULL \
-         AND provider <> ALL($1) AND received_at < $2 LIMIT $3))";
-
-    let policy = &store.inner.options.get_retention();
-    let batch = i64::from(policy.batch());
-    let mut purged = Purged::default();
-    let ruled: Vec<String> = policy.rules().map(|(name, _)| name.to_string()).collect();
-    let cutoff = |keep: std::time::Duration| {
-        now - time::Duration::try_from(keep).unwrap_or(time::Duration::MAX)
-    };
-
-    for (provider, keep) in policy.rules() {
-        let before = cutoff(keep);
-        for (sql, count) in [(KEYS, &mut purged.keys), (INBOX, &mut purged.inbox_rows)] {
-            loop {
-                let deleted = diesel::sql_query(sql)
-                    .bind::<Text, _>(provider)
-                    .bind::<Timestamptz, _>(before)
-                    .bind::<BigInt, _>(batch)
-                    .execute(conn)
-                    .await
-                    .map_err(PgError::query)?;
-                *count += deleted as u64;
-                if (deleted as i64) < batch {
-                    break;
-                }
-            }
+impl PgStore {
+    /// Builds the pool for `url` (`postgres://user:password@host:port/database`) and
+    /// opens one connection to check that the server is reachable.
+    ///
+    /// Each connection, when opened, sets `lock_timeout`, the `search_path` when a
+    /// schema is configured, and asks for untranslated server messages
+    /// (`lc_messages = 'C'`, where the role may set it) so errors are classified
+    /// correctly. Connections are plain TCP: TLS is not supported yet.
+    ///
+    /// # Errors
+    /// [`PgError::InvalidSchema`] for a bad schema name; [`PgError::Connect`]
+    /// or [`PgError::PoolTimeout`] when no connection could be opened.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgError> {
+        if let Some(schema) = options.get_schema() {
+            check_schema(schema)?;
         }
-    }
-    let before = cutoff(DEFAULT_KEEP);
-    for (sql, count) in [
-        (KEYS_OTHERS, &mut purged.keys),
-        (INBOX_OTHERS, &mut purged.inbox_rows),
-    ] {
-        loop {
-            let deleted = diesel::sql_query(sql)
-                .bind::<Array<Text>, _>(&ruled)
-                .bind::<Timestamptz, _>(before)
-                .bind::<BigInt, _>(batch)
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            *count += deleted as u64;
-            if (deleted as i64) < batch {
-                break;
-            }
-        }
-    }
-    Ok(purged)
-}
-
-impl VersionGuard for PgStore {
-    fn advance<'a>(
-        &'a self,
-        conn: &'a mut AsyncPgConnection,
-        object: &'a str,
-        version: i64,
-    ) -> BoxFuture<'a, Result<Advance, PgError>> {
-        Box::pin(async move {
-            // one statement: a concurrent advance of the same object waits on the row
-            // lock and then compares against the committed version
-            let stored = diesel::insert_into(hookbox_versions::table)
-                .values((
-                    hookbox_versions::object.eq(object),
-                    hookbox_versions::version.eq(version),
-                ))
-                .on_conflict(hookbox_versions::object)
-                .do_update()
-                .set(hookbox_versions::version.eq(excluded(hookbox_versions::version)))
-                .filter(hookbox_versions::version.lt(excluded(hookbox_versions::version)))
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            Ok(if stored == 1 {
-                Advance::Applied
-            } else {
-                Advance::Stale
-            })
-        })
+        let pool = pool::build(url, &options)?;
+        let store = Self {
+            inner: Arc::new(Inner { pool, options }),
+        };
+        drop(store.connection().await?);
+        Ok(store)
     }
 
-    fn advance_at<'a>(
-        &'a self,
-        conn: &'a mut AsyncPgConnection,
-        object: &'a str,
-        at: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<TimestampAdvance, PgError>> {
-        Box::pin(async move {
-            let micros = unix_micros(at);
-            let stored = diesel::insert_into(hookbox_version_times::table)
-                .values((
-                    hookbox_version_times::object.eq(object),
-                    hookbox_version_times::at_micros.eq(micros),
-                ))
-                .on_conflict(hookbox_version_times::object)
-                .do_update()
-                .set(
-                    hookbox_version_times::at_micros.eq(excluded(hookbox_version_times::at_micros)),
-                )
-                .filter(
-                    hookbox_version_times::at_micros.lt(excluded(hookbox_version_times::at_micros)),
-                )
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            if stored == 1 {
-                return Ok(TimestampAdvance::Applied);
-            }
-            // not stored: the row exists and is locked by the upsert above until this
-            // transaction ends, so this read sees the value it was compared with
-            let current: i64 = hookbox_version_times::table
-                .find(object)
-                .select(hookbox_version_times::at_micros)
-                .first(conn)
-                .await
-                .map_err(PgError::query)?;
-            Ok(if current == micros {
-                TimestampAdvance::Unknown
-            } else {
-                TimestampAdvance::Stale
-            })
-        })
+    /// Returns the options the store was built with.
+    pub fn options(&self) -> &PgOptions {
+        &self.inner.options
     }
-}
 
-/// Unix microseconds, saturating far outside any real timestamp.
-fn unix_micros(at: OffsetDateTime) -> i64 {
-    i64::try_from(at.unix_timestamp_nanos() / 1000).unwrap_or(if at.unix_timestamp() < 0 {
-        i64::MIN
-    } else {
-        i64::MAX
-    })
-}
+    /// Takes a connection from the pool, for the caller-owned form: begin your own
+    /// `conn.transaction(async |conn| …)`, call
+    /// [`IdempotencyStore::claim`](hookbox_core::IdempotencyStore::claim) inside it,
+    /// then your side effect.
+    ///
+    /// The connection goes back to the pool when dropped, unless a transaction is
+    /// still open on it (a transaction future dropped half-way): then it is closed, so
+    /// the server rolls back and releases the claimed key's lock at once instead of
+    /// when the pool would next look at the connection.
+    ///
+    /// # Errors
+    /// [`PgError::PoolTimeout`] when none became free within the pool timeout;
+    /// [`PgError::Connect`] when a new one could not be opened.
+    pub async fn connection(&self) -> Result<PooledConnection, PgError> {
+        PooledConnection::get(&self.inner.pool).await
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_compare_by_microsecond() {
-        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-        assert_eq!(unix_micros(at), 1_700_000_000_000_000);
-        assert_eq!(
-            unix_micros(at + time::Duration::microseconds(1)),
-            1_700_000_000_000_001
-        );
+    /// Runs one store operation on a pooled connection (see
+    /// [`PooledConnection::run`] for when the connection is closed instead of
+    /// returned).
+    pub(crate) async fn with_connection<T, E: OperationError>(
+        &self,
+        op: impl AsyncFnOnce(&mut AsyncPgConnection) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut conn = self.connection().await.map_err(E::from_store)?;
+        conn.run(op).await
     }
 }

@@ -17,16 +17,11 @@ const CONNECTIONS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn copies_racing_over_pooled_connections_apply_each_event_once() {
-    let Some(url) = common::pg_url().await else {
+    let options = PgOptions::new().max_connections(CONNECTIONS);
+    let Some(fixture) = common::fixture(options).await else {
         return;
     };
-    let schema = TestSchema::new(&url).await;
-    let store = common::store(
-        &url,
-        &schema.name,
-        PgOptions::new().max_connections(CONNECTIONS),
-    )
-    .await;
+    let store = &fixture.store;
 
     // copy c of event e goes to task (e + 4c) % 16: the four copies of one event sit
     // at the same position in four different task queues, so they race each other

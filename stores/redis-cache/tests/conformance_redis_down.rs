@@ -4,6 +4,4 @@
 
 mod common;
 
-use common::{CachedHarness, NoRedis};
-
-hookbox_core::conformance_tests!(CachedHarness<NoRedis>);
+hookbox_core::conformance_tests!(common::CachedHarness<common::NoRedis>);

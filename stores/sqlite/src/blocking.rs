@@ -45,102 +45,23 @@
 //! # }
 //! ```
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use diesel::connection::{AnsiTransactionManager, SimpleConnection as _, TransactionManager as _};
-use diesel::sql_types::Text;
+use diesel::connection::{AnsiTransactionManager, TransactionManager as _};
 use diesel::sqlite::SqliteConnection;
-use diesel::{
-    Connection as _, OptionalExtension as _, QueryDsl as _, QueryableByName, RunQueryDsl as _,
-};
-use diesel_migrations::MigrationHarness as _;
+use diesel::{OptionalExtension as _, QueryDsl as _, RunQueryDsl as _};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, Claim, DedupeKey, HandlerError, ProcessError, ProcessResult, Processed,
-    TimestampAdvance,
+    Advance, Claim, DedupeKey, HandlerError, ProcessResult, Processed, TimestampAdvance,
 };
 
+pub use crate::connect::connect;
+use crate::error::{SqliteError, TxError};
 use crate::rows::micros;
-use crate::schema::hookbox_version_times::dsl as times;
-use crate::schema::{AdvanceTime, AdvanceVersion};
-use crate::store::{self, MIGRATIONS, TxError};
-use crate::{SqliteError, SqliteOptions};
+use crate::sql::hookbox_version_times::dsl as times;
+use crate::sql::{AdvanceTime, AdvanceVersion, claim_query};
 
-/// Opens a connection to the database at `path` set up as the store's pool sets up
-/// each of its own: `busy_timeout`, `journal_mode = WAL`, `synchronous`,
-/// `foreign_keys = ON`. The schema is not touched: call [`migrate`].
-///
-/// # Errors
-/// [`SqliteError::Config`] for an in-memory database or a path that is not UTF-8;
-/// [`SqliteError::Connect`] when the file cannot be opened or refuses WAL mode.
-pub fn connect(
-    path: impl AsRef<Path>,
-    options: &SqliteOptions,
-) -> Result<SqliteConnection, SqliteError> {
-    let url = store::file_url(path.as_ref())?;
-    let mut conn = SqliteConnection::establish(url).map_err(SqliteError::Connect)?;
-    set_up(&mut conn, options)
-        .map_err(|err| {
-            SqliteError::Connect(diesel::ConnectionError::CouldntSetupConfiguration(err))
-        })?
-        .map_err(SqliteError::Connect)?;
-    Ok(conn)
-}
-
-/// Runs the store's `PRAGMA`s on a new connection. The outer error is a failed
-/// statement; the inner one a file that refused WAL mode.
-pub(crate) fn set_up(
-    conn: &mut SqliteConnection,
-    options: &SqliteOptions,
-) -> diesel::QueryResult<Result<(), diesel::ConnectionError>> {
-    // the busy timeout first, so that switching to WAL waits for a lock rather than
-    // failing while another process is writing
-    let busy = options.busy_timeout.as_millis().min(i32::MAX as u128);
-    conn.batch_execute(&format!("PRAGMA busy_timeout = {busy}"))?;
-    let mode = switch_to_wal(conn, options.busy_timeout)?;
-    conn.batch_execute(&format!(
-        "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
-        options.synchronous.pragma()
-    ))?;
-    Ok(if mode.eq_ignore_ascii_case("wal") {
-        Ok(())
-    } else {
-        // e.g. a file system without shared memory: readers would block writers, and
-        // the durability documented for this store would not hold
-        Err(diesel::ConnectionError::BadConnection(format!(
-            "sqlite refused WAL mode (journal_mode is {mode})"
-        )))
-    })
-}
-
-#[derive(QueryableByName)]
-struct JournalMode {
-    #[diesel(sql_type = Text)]
-    journal_mode: String,
-}
-
-/// Switches the file to WAL, retrying while another connection holds the lock.
-///
-/// SQLite answers "database is locked" to `journal_mode = WAL` without calling the
-/// busy handler when another connection is converting the same new file at that
-/// moment (several processes or pool connections opening it at once), so the wait
-/// the busy timeout promises is done here, bounded by the same timeout.
-fn switch_to_wal(conn: &mut SqliteConnection, timeout: Duration) -> diesel::QueryResult<String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match diesel::sql_query("PRAGMA journal_mode = WAL").get_result::<JournalMode>(conn) {
-            Ok(mode) => return Ok(mode.journal_mode),
-            Err(diesel::result::Error::DatabaseError(_, info))
-                if info.message().contains("locked") && Instant::now() < deadline =>
-            {
-                // never on an async worker thread: a short sleep stalls nobody
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(err) => return Err(err),
-        }
-    }
-}
+/// The schema, embedded in the binary; applied by [`migrate`].
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// Applies the embedded migrations that are not applied yet; returns how many ran.
 /// They run in one `BEGIN IMMEDIATE` transaction, so concurrent callers (other
@@ -175,7 +96,7 @@ pub fn claim(conn: &mut SqliteConnection, key: &DedupeKey) -> Result<Claim, Sqli
 }
 
 fn insert_key(conn: &mut SqliteConnection, key: &DedupeKey) -> diesel::QueryResult<Claim> {
-    let inserted = store::claim_query!(key).execute(conn)?;
+    let inserted = claim_query!(key).execute(conn)?;
     Ok(if inserted == 1 {
         Claim::New
     } else {
@@ -193,8 +114,10 @@ fn insert_key(conn: &mut SqliteConnection, key: &DedupeKey) -> diesel::QueryResu
 /// so `?` converts any error it meets.
 ///
 /// # Errors
-/// [`ProcessError::Store`] when the database failed (nothing committed);
-/// [`ProcessError::SideEffect`] with the side effect's own error.
+/// [`ProcessError::Store`](hookbox_core::ProcessError::Store) when the database
+/// failed (nothing committed);
+/// [`ProcessError::SideEffect`](hookbox_core::ProcessError::SideEffect) with the
+/// side effect's own error.
 pub fn process_once<T>(
     conn: &mut SqliteConnection,
     key: &DedupeKey,
@@ -208,12 +131,9 @@ pub fn process_once<T>(
         }
         side_effect(conn)
             .map(Processed::Applied)
-            .map_err(TxError::SideEffect)
+            .map_err(TxError::User)
     })
-    .map_err(|err| match err {
-        TxError::Db(err) => ProcessError::Store(SqliteError::from_diesel(err)),
-        TxError::SideEffect(err) => ProcessError::SideEffect(err),
-    })
+    .map_err(TxError::into_process_error)
 }
 
 /// Stores `version` for `object` only when it is newer than the stored one, inside

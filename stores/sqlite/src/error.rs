@@ -1,9 +1,9 @@
-//! The crate's error.
+//! The crate's error, and the error of a transaction that runs user code.
 
 use std::error::Error as StdError;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use hookbox_core::StoreError;
+use hookbox_core::{HandlerError, ProcessError, StoreError};
 
 /// The pool's error type, as diesel-async's deadpool integration names it.
 pub(crate) type DeadpoolError = diesel_async::pooled_connection::deadpool::PoolError;
@@ -113,6 +113,30 @@ impl StoreError for SqliteError {
             | Self::Query(_)
             | Self::Migration(_)
             | Self::Corrupt { .. } => false,
+        }
+    }
+}
+
+/// What ends a transaction that runs user code (a side effect or a handler): the
+/// database's error, or the user code's own, which rolls the transaction back just
+/// the same but is reported apart.
+pub(crate) enum TxError {
+    Db(DieselError),
+    User(HandlerError),
+}
+
+impl From<DieselError> for TxError {
+    fn from(err: DieselError) -> Self {
+        Self::Db(err)
+    }
+}
+
+impl TxError {
+    /// The error `process_once` reports for it.
+    pub(crate) fn into_process_error(self) -> ProcessError<SqliteError> {
+        match self {
+            Self::Db(err) => ProcessError::Store(SqliteError::from_diesel(err)),
+            Self::User(err) => ProcessError::SideEffect(err),
         }
     }
 }

@@ -26,9 +26,11 @@ use hookbox_core::{
     VerifiedDelivery, Worked,
 };
 
-use crate::rows::{InboxRow, duration_micros, encode_headers, from_micros, inbox_columns, micros};
-use crate::store::TxError;
-use crate::{Conn, SqliteError, SqliteStore};
+use crate::connect::Conn;
+use crate::error::{SqliteError, TxError};
+use crate::rows::{InboxRow, duration_micros, from_micros, micros};
+use crate::sql;
+use crate::store::SqliteStore;
 
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
@@ -73,17 +75,11 @@ impl SqliteStore {
         let lease = duration_micros(self.inner.options.lease);
         conn.immediate_transaction(async |conn: &mut Conn| -> Result<Lease, SqliteError> {
             let now = now();
-            let row = diesel::sql_query(concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
-                 AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
-                 ORDER BY next_attempt_at, id LIMIT 1"
-            ))
-            .bind::<BigInt, _>(now)
-            .get_result::<InboxRow>(conn)
-            .await
-            .optional()?;
+            let row = diesel::sql_query(sql::DUE_ROW)
+                .bind::<BigInt, _>(now)
+                .get_result::<InboxRow>(conn)
+                .await
+                .optional()?;
             let Some(row) = row else {
                 return Ok(Lease::Idle);
             };
@@ -108,26 +104,20 @@ impl SqliteStore {
             if interrupted {
                 delivery.last_error = Some(INTERRUPTED.to_string());
             }
-            // next_attempt_at moves with the lease so the due index skips leased rows
-            diesel::sql_query(
-                "UPDATE hookbox_inbox SET attempts = attempts + 1, \
-                 leased_until = ?1, next_attempt_at = ?1, lease_token = ?2, \
-                 last_error = CASE WHEN lease_token IS NULL THEN last_error ELSE ?3 END \
-                 WHERE id = ?4",
-            )
-            .bind::<BigInt, _>(now.saturating_add(lease))
-            .bind::<BigInt, _>(token)
-            .bind::<Text, _>(INTERRUPTED)
-            .bind::<BigInt, _>(id)
-            .execute(conn)
-            .await?;
+            diesel::sql_query(sql::TAKE_LEASE)
+                .bind::<BigInt, _>(now.saturating_add(lease))
+                .bind::<BigInt, _>(token)
+                .bind::<Text, _>(INTERRUPTED)
+                .bind::<BigInt, _>(id)
+                .execute(conn)
+                .await?;
             Ok(Lease::Taken(Box::new(delivery)))
         })
         .await
     }
 
     async fn get_attempts(&self, conn: &mut Conn, id: i64) -> Result<u32, SqliteError> {
-        let count = diesel::sql_query("SELECT attempts AS count FROM hookbox_inbox WHERE id = ?")
+        let count = diesel::sql_query(sql::ATTEMPTS)
             .bind::<BigInt, _>(id)
             .get_result::<Count>(conn)
             .await?;
@@ -151,14 +141,11 @@ impl SqliteStore {
         conn.immediate_transaction(async |conn: &mut Conn| -> Result<Worked, SqliteError> {
             // the lease may have run out while this worker waited for the write
             // lock, and another worker taken the row: then it is not ours to run
-            let ours = diesel::sql_query(
-                "SELECT COUNT(*) AS count FROM hookbox_inbox \
-                 WHERE id = ? AND lease_token = ? AND processed_at IS NULL",
-            )
-            .bind::<BigInt, _>(id)
-            .bind::<BigInt, _>(token)
-            .get_result::<Count>(conn)
-            .await?;
+            let ours = diesel::sql_query(sql::LEASE_IS_OURS)
+                .bind::<BigInt, _>(id)
+                .bind::<BigInt, _>(token)
+                .get_result::<Count>(conn)
+                .await?;
             if ours.count == 0 {
                 return Ok(Worked::Idle);
             }
@@ -166,36 +153,30 @@ impl SqliteStore {
             // the failure is recorded in the same transaction as the lease release
             let handled = conn
                 .transaction(async |conn: &mut Conn| {
-                    handler(conn, &delivery).await.map_err(TxError::SideEffect)
+                    handler(conn, &delivery).await.map_err(TxError::User)
                 })
                 .await;
             let now = now();
             match handled {
                 Ok(()) => {
-                    diesel::sql_query(
-                        "UPDATE hookbox_inbox SET processed_at = ?, attempts = attempts - 1, \
-                         leased_until = NULL, lease_token = NULL WHERE id = ?",
-                    )
-                    .bind::<BigInt, _>(now)
-                    .bind::<BigInt, _>(id)
-                    .execute(conn)
-                    .await?;
+                    diesel::sql_query(sql::MARK_PROCESSED)
+                        .bind::<BigInt, _>(now)
+                        .bind::<BigInt, _>(id)
+                        .execute(conn)
+                        .await?;
                     Ok(Worked::Processed { id })
                 }
-                Err(TxError::SideEffect(err)) => {
+                Err(TxError::User(err)) => {
                     let dead = retry.is_dead(attempts);
                     let next = now.saturating_add(duration_micros(retry.next_delay(attempts)));
-                    diesel::sql_query(
-                        "UPDATE hookbox_inbox SET last_error = ?, next_attempt_at = ?, \
-                         dead_at = ?, leased_until = NULL, lease_token = NULL WHERE id = ?",
-                    )
-                    // the whole cause chain: what an operator needs to see
-                    .bind::<Text, _>(format!("{err:#}"))
-                    .bind::<BigInt, _>(next)
-                    .bind::<Nullable<BigInt>, _>(dead.then_some(now))
-                    .bind::<BigInt, _>(id)
-                    .execute(conn)
-                    .await?;
+                    diesel::sql_query(sql::RECORD_FAILURE)
+                        // the whole cause chain: what an operator needs to see
+                        .bind::<Text, _>(format!("{err:#}"))
+                        .bind::<BigInt, _>(next)
+                        .bind::<Nullable<BigInt>, _>(dead.then_some(now))
+                        .bind::<BigInt, _>(id)
+                        .execute(conn)
+                        .await?;
                     Ok(Worked::Failed { id, attempts, dead })
                 }
                 Err(TxError::Db(err)) => Err(SqliteError::from_diesel(err)),
@@ -213,16 +194,13 @@ async fn dead_letter(
     now: i64,
     count_attempt: bool,
 ) -> Result<(), SqliteError> {
-    diesel::sql_query(
-        "UPDATE hookbox_inbox SET dead_at = ?, last_error = ?, attempts = attempts + ?, \
-         leased_until = NULL, lease_token = NULL WHERE id = ?",
-    )
-    .bind::<BigInt, _>(now)
-    .bind::<Text, _>(reason)
-    .bind::<BigInt, _>(i64::from(count_attempt))
-    .bind::<BigInt, _>(id)
-    .execute(conn)
-    .await?;
+    diesel::sql_query(sql::DEAD_LETTER)
+        .bind::<BigInt, _>(now)
+        .bind::<Text, _>(reason)
+        .bind::<BigInt, _>(i64::from(count_attempt))
+        .bind::<BigInt, _>(id)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -237,24 +215,20 @@ impl Inbox for SqliteStore {
             let mut conn = self.connection().await?;
             // one statement in autocommit: with synchronous=FULL the row is on disk
             // (WAL fsynced) when this returns
-            let inserted = diesel::sql_query(
-                "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
-                 correlation_id, signed_at, body, headers, received_at, next_attempt_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind::<Text, _>(key.scope())
-            .bind::<Text, _>(key.provider())
-            .bind::<Text, _>(key.delivery_id())
-            .bind::<Nullable<Text>, _>(key.tenant())
-            .bind::<Nullable<Text>, _>(delivery.event_type())
-            .bind::<Nullable<Text>, _>(delivery.correlation_id())
-            .bind::<Nullable<BigInt>, _>(delivery.signed_at().map(micros))
-            .bind::<Binary, _>(delivery.body().as_ref())
-            .bind::<Text, _>(encode_headers(delivery.headers()))
-            .bind::<BigInt, _>(now)
-            .bind::<BigInt, _>(now)
-            .execute(&mut *conn)
-            .await?;
+            let inserted = diesel::sql_query(sql::RECEIVE)
+                .bind::<Text, _>(key.scope())
+                .bind::<Text, _>(key.provider())
+                .bind::<Text, _>(key.delivery_id())
+                .bind::<Nullable<Text>, _>(key.tenant())
+                .bind::<Nullable<Text>, _>(delivery.event_type())
+                .bind::<Nullable<Text>, _>(delivery.correlation_id())
+                .bind::<Nullable<BigInt>, _>(delivery.signed_at().map(micros))
+                .bind::<Binary, _>(delivery.body().as_ref())
+                .bind::<Text, _>(delivery.headers().to_json())
+                .bind::<BigInt, _>(now)
+                .bind::<BigInt, _>(now)
+                .execute(&mut *conn)
+                .await?;
             Ok(if inserted == 1 {
                 Received::Stored
             } else {
@@ -285,15 +259,11 @@ impl Inbox for SqliteStore {
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            let row = diesel::sql_query(concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE id = ?"
-            ))
-            .bind::<BigInt, _>(id)
-            .get_result::<InboxRow>(&mut *conn)
-            .await
-            .optional()?;
+            let row = diesel::sql_query(sql::GET)
+                .bind::<BigInt, _>(id)
+                .get_result::<InboxRow>(&mut *conn)
+                .await
+                .optional()?;
             row.map(InboxRow::into_delivery).transpose()
         })
     }
@@ -306,28 +276,10 @@ impl Inbox for SqliteStore {
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, SqliteError>> {
         let sql = match filter {
-            InboxFilter::Pending => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE processed_at IS NULL AND dead_at IS NULL \
-                 ORDER BY next_attempt_at, id LIMIT ?"
-            ),
-            InboxFilter::Processed => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE processed_at IS NOT NULL \
-                 ORDER BY processed_at DESC, id DESC LIMIT ?"
-            ),
-            InboxFilter::Dead => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?"
-            ),
-            InboxFilter::All => concat!(
-                "SELECT ",
-                inbox_columns!(),
-                " FROM hookbox_inbox ORDER BY id DESC LIMIT ?"
-            ),
+            InboxFilter::Pending => sql::LIST_PENDING,
+            InboxFilter::Processed => sql::LIST_PROCESSED,
+            InboxFilter::Dead => sql::LIST_DEAD,
+            InboxFilter::All => sql::LIST_ALL,
         };
         Box::pin(async move {
             let mut conn = self.connection().await?;
@@ -342,15 +294,11 @@ impl Inbox for SqliteStore {
     fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            // last_error stays, for the record
-            let replayed = diesel::sql_query(
-                "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?, \
-                 leased_until = NULL, lease_token = NULL WHERE id = ? AND dead_at IS NOT NULL",
-            )
-            .bind::<BigInt, _>(now())
-            .bind::<BigInt, _>(id)
-            .execute(&mut *conn)
-            .await?;
+            let replayed = diesel::sql_query(sql::REPLAY)
+                .bind::<BigInt, _>(now())
+                .bind::<BigInt, _>(id)
+                .execute(&mut *conn)
+                .await?;
             Ok(replayed == 1)
         })
     }
@@ -358,13 +306,10 @@ impl Inbox for SqliteStore {
     fn replay_all(&self) -> BoxFuture<'_, Result<u64, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            let replayed = diesel::sql_query(
-                "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, next_attempt_at = ?, \
-                 leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL",
-            )
-            .bind::<BigInt, _>(now())
-            .execute(&mut *conn)
-            .await?;
+            let replayed = diesel::sql_query(sql::REPLAY_ALL)
+                .bind::<BigInt, _>(now())
+                .execute(&mut *conn)
+                .await?;
             Ok(replayed as u64)
         })
     }
@@ -372,18 +317,9 @@ impl Inbox for SqliteStore {
     fn stats(&self) -> BoxFuture<'_, Result<InboxStats, SqliteError>> {
         Box::pin(async move {
             let mut conn = self.connection().await?;
-            let stats = diesel::sql_query(
-                "SELECT \
-                 (SELECT COUNT(*) FROM hookbox_inbox \
-                  WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
-                 (SELECT COUNT(*) FROM hookbox_inbox \
-                  WHERE processed_at IS NOT NULL AND dead_at IS NULL) AS processed, \
-                 (SELECT COUNT(*) FROM hookbox_inbox WHERE dead_at IS NOT NULL) AS dead, \
-                 (SELECT MIN(received_at) FROM hookbox_inbox \
-                  WHERE processed_at IS NULL AND dead_at IS NULL) AS oldest_pending",
-            )
-            .get_result::<Stats>(&mut *conn)
-            .await?;
+            let stats = diesel::sql_query(sql::STATS)
+                .get_result::<Stats>(&mut *conn)
+                .await?;
             let count = |n: i64| u64::try_from(n).unwrap_or(0);
             Ok(InboxStats {
                 pending: count(stats.pending),

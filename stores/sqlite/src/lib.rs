@@ -157,16 +157,18 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+mod connect;
 mod error;
 mod inbox;
 mod options;
 mod pool;
 mod rows;
-mod schema;
+mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use connect::Conn;
 pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 pub use pool::PooledConnection;
@@ -175,7 +177,3 @@ pub use store::SqliteStore;
 // the driver, so users write side effects against the versions this crate uses
 pub use diesel;
 pub use diesel_async;
-
-/// The connection a side effect or handler runs on, inside the store's transaction.
-pub type Conn =
-    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>;

@@ -8,16 +8,15 @@
 
 use std::ops::{Deref, DerefMut};
 
-use diesel::ConnectionError;
-use diesel::sqlite::SqliteConnection;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
 use diesel_async::{AsyncConnection, TransactionManager};
 
+use crate::connect::{Conn, connect_async};
+use crate::error::SqliteError;
 use crate::options::SqliteOptions;
-use crate::{Conn, SqliteError, blocking};
 
 pub(crate) type ConnPool = Pool<Conn>;
 
@@ -32,22 +31,13 @@ pub(crate) fn build(url: &str, options: &SqliteOptions) -> Result<ConnPool, Sqli
     config.custom_setup = Box::new(move |url| {
         let url = url.to_string();
         let options = setup.clone();
-        Box::pin(async move { connect(url, options).await })
+        Box::pin(connect_async(url, options))
     });
     let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, config);
     Pool::builder(manager)
         .max_size(options.max_connections)
         .build()
         .map_err(|_| SqliteError::Config("the connection pool could not be built"))
-}
-
-/// Opens a connection and runs the store's `PRAGMA`s on it (on the blocking pool).
-async fn connect(url: String, options: SqliteOptions) -> diesel::ConnectionResult<Conn> {
-    let mut conn = Conn::establish(&url).await?;
-    conn.spawn_blocking(move |conn: &mut SqliteConnection| blocking::set_up(conn, &options))
-        .await
-        .map_err(ConnectionError::CouldntSetupConfiguration)??;
-    Ok(conn)
 }
 
 /// A connection checked out of the store's pool, for the caller-owned form of a

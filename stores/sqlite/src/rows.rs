@@ -4,11 +4,10 @@ use std::time::Duration;
 
 use diesel::sql_types::{BigInt, Binary, Integer, Nullable, Text};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DedupeKey, KeptHeaders, StoredDelivery};
+use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, StoredDelivery};
 
-use crate::SqliteError;
+use crate::error::SqliteError;
 
 /// Returns `at` as unix microseconds, the store's time column format.
 pub(crate) fn micros(at: OffsetDateTime) -> i64 {
@@ -26,41 +25,7 @@ pub(crate) fn duration_micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
-/// Encodes kept headers as a JSON array of `[name, value]` pairs.
-///
-/// Values are visible ASCII in practice (providers reject anything else before a
-/// delivery verifies); other bytes are kept losslessly by mapping each byte to the
-/// code point of the same number (Latin-1), which is the identity on ASCII.
-pub(crate) fn encode_headers(headers: &KeptHeaders) -> String {
-    let pairs: Vec<serde_json::Value> = headers
-        .iter()
-        .map(|(name, value)| {
-            let value: String = value.as_bytes().iter().map(|&b| char::from(b)).collect();
-            serde_json::Value::from(vec![name.as_str().to_string(), value])
-        })
-        .collect();
-    serde_json::Value::from(pairs).to_string()
-}
-
-/// Decodes [`encode_headers`]' output.
-pub(crate) fn decode_headers(json: &str) -> Option<KeptHeaders> {
-    let pairs: Vec<(String, String)> = serde_json::from_str(json).ok()?;
-    pairs
-        .into_iter()
-        .map(|(name, value)| {
-            let bytes = value
-                .chars()
-                .map(|c| u8::try_from(u32::from(c)).ok())
-                .collect::<Option<Vec<u8>>>()?;
-            Some((
-                HeaderName::from_bytes(name.as_bytes()).ok()?,
-                HeaderValue::from_bytes(&bytes).ok()?,
-            ))
-        })
-        .collect()
-}
-
-/// An inbox row as selected by [`inbox_columns!`].
+/// An inbox row, as the inbox statements of [`sql`](crate::sql) select it.
 #[derive(diesel::QueryableByName)]
 pub(crate) struct InboxRow {
     #[diesel(sql_type = BigInt)]
@@ -98,16 +63,6 @@ pub(crate) struct InboxRow {
     #[diesel(sql_type = Nullable<BigInt>)]
     lease_token: Option<i64>,
 }
-
-/// The columns [`InboxRow`] reads, as a literal for `concat!`.
-macro_rules! inbox_columns {
-    () => {
-        "id, source, provider, delivery_id, tenant, event_type, correlation_id, signed_at, body, \
-         headers, received_at, processed_at, attempts, last_error, next_attempt_at, dead_at, \
-         lease_token"
-    };
-}
-pub(crate) use inbox_columns;
 
 impl InboxRow {
     /// Returns the row's id.
@@ -156,7 +111,9 @@ impl InboxRow {
             correlation_id: self.correlation_id,
             signed_at: optional_time(self.signed_at, "signed_at")?,
             body: Bytes::from(self.body),
-            headers: decode_headers(&self.headers).ok_or(corrupt("headers"))?,
+            // rows written before the core's codec kept each byte as one character
+            headers: KeptHeaders::from_json(&self.headers, LegacyText::Latin1)
+                .map_err(|_| corrupt("headers"))?,
             received_at: time(self.received_at, "received_at")?,
             attempts: u32::try_from(self.attempts).map_err(|_| corrupt("attempts"))?,
             last_error: self.last_error,
@@ -170,22 +127,6 @@ impl InboxRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_round_trip_including_non_ascii_bytes() {
-        let mut headers = KeptHeaders::default();
-        headers.push(
-            HeaderName::from_static("webhook-id"),
-            HeaderValue::from_static("msg_1"),
-        );
-        headers.push(
-            HeaderName::from_static("x-odd"),
-            HeaderValue::from_bytes(b"caf\xe9 \"q\"").unwrap_or_else(|_| unreachable!()),
-        );
-        let json = encode_headers(&headers);
-        assert!(json.starts_with(r#"[["webhook-id","msg_1"]"#), "{json}");
-        assert_eq!(decode_headers(&json), Some(headers));
-    }
 
     #[test]
     fn times_round_trip_at_microsecond_precision() {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
-use diesel_migrations::{EmbeddedMigrations, embed_migrations};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, HandlerError,
@@ -15,12 +14,13 @@ use hookbox_core::{
 };
 use tokio::runtime::{Handle, RuntimeFlavor};
 
+use crate::blocking;
+use crate::connect::{Conn, file_url};
+use crate::error::{SqliteError, TxError};
+use crate::options::SqliteOptions;
 use crate::pool::{self, ConnPool, PooledConnection};
 use crate::rows::{duration_micros, micros};
-use crate::{Conn, SqliteError, SqliteOptions, blocking};
-
-/// The schema, embedded in the binary; applied by [`SqliteStore::migrate`].
-pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+use crate::sql::{self, claim_query};
 
 /// Claims dedupe keys, keeps the inbox and orders updates, in one SQLite file.
 ///
@@ -42,18 +42,6 @@ impl std::fmt::Debug for SqliteStore {
         f.debug_struct("SqliteStore")
             .field("options", &self.inner.options)
             .finish_non_exhaustive()
-    }
-}
-
-/// The side effect's error inside a transaction, beside the database's own.
-pub(crate) enum TxError {
-    Db(diesel::result::Error),
-    SideEffect(HandlerError),
-}
-
-impl From<diesel::result::Error> for TxError {
-    fn from(err: diesel::result::Error) -> Self {
-        Self::Db(err)
     }
 }
 
@@ -186,42 +174,6 @@ impl SqliteStore {
     }
 }
 
-/// Checks that `path` names a file SQLite can share between connections.
-pub(crate) fn file_url(path: &Path) -> Result<&str, SqliteError> {
-    let url = path
-        .to_str()
-        .ok_or(SqliteError::Config("the database path is not valid UTF-8"))?;
-    if url.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
-        return Err(SqliteError::Config(
-            "an in-memory database is private to one connection and lost with it; use a file",
-        ));
-    }
-    Ok(url)
-}
-
-/// The claim for `$key`: `INSERT … ON CONFLICT DO NOTHING`; one row inserted means
-/// this transaction claimed the key. Built (not `sql_query`) so that it is prepared
-/// once per connection; a macro because the sync and async paths run it through
-/// different `RunQueryDsl` traits.
-macro_rules! claim_query {
-    ($key:expr) => {{
-        use crate::schema::hookbox_processed_keys::dsl as keys;
-        use diesel::ExpressionMethods as _;
-        let key: &hookbox_core::DedupeKey = $key;
-        diesel::insert_into(keys::hookbox_processed_keys)
-            .values((
-                keys::source.eq(key.scope()),
-                keys::provider.eq(key.provider()),
-                keys::delivery_id.eq(key.delivery_id()),
-                keys::received_at.eq(crate::rows::micros(
-                    hookbox_core::time::OffsetDateTime::now_utc(),
-                )),
-            ))
-            .on_conflict_do_nothing()
-    }};
-}
-pub(crate) use claim_query;
-
 /// Inserts `key` through the async wrapper (one statement, one blocking-pool trip).
 async fn insert_key(conn: &mut Conn, key: &DedupeKey) -> diesel::QueryResult<Claim> {
     let inserted = claim_query!(key).execute(conn).await?;
@@ -270,14 +222,11 @@ impl IdempotencyStore for SqliteStore {
                     if insert_key(conn, key).await? == Claim::Duplicate {
                         return Ok(Claim::Duplicate);
                     }
-                    side_effect(conn, &&()).await.map_err(TxError::SideEffect)?;
+                    side_effect(conn, &&()).await.map_err(TxError::User)?;
                     Ok(Claim::New)
                 })
                 .await;
-            outcome.map_err(|err| match err {
-                TxError::Db(err) => ProcessError::Store(SqliteError::from_diesel(err)),
-                TxError::SideEffect(err) => ProcessError::SideEffect(err),
-            })
+            outcome.map_err(TxError::into_process_error)
         })
     }
 
@@ -321,21 +270,6 @@ impl VersionGuard for SqliteStore {
 
 /// Deletes expired keys and processed inbox rows, provider by provider, in batches.
 async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, SqliteError> {
-    const KEYS_OF: &str = "DELETE FROM hookbox_processed_keys WHERE (source, provider, delivery_id) IN \
-         (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
-          WHERE provider = ? AND received_at < ? LIMIT ?)";
-    const ROWS_OF: &str = "DELETE FROM hookbox_inbox WHERE id IN (SELECT id FROM hookbox_inbox \
-         WHERE provider = ? AND received_at < ? \
-         AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
-    // `?` is a JSON array of the providers that have their own rule
-    const KEYS_OF_OTHERS: &str = "DELETE FROM hookbox_processed_keys \
-         WHERE (source, provider, delivery_id) IN \
-         (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
-          WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? LIMIT ?)";
-    const ROWS_OF_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id IN (SELECT id FROM hookbox_inbox \
-         WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? \
-         AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
-
     let policy = &store.inner.options.retention;
     let batch = i64::from(policy.batch());
     let mut conn = store.connection().await?;
@@ -344,15 +278,17 @@ async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, Sqlit
     let mut ruled = Vec::new();
     for (provider, keep) in policy.rules() {
         ruled.push(provider.to_string());
-        purged.keys += delete_in_batches(&mut conn, KEYS_OF, provider, cutoff(keep), batch).await?;
+        purged.keys +=
+            delete_in_batches(&mut conn, sql::PURGE_KEYS, provider, cutoff(keep), batch).await?;
         purged.inbox_rows +=
-            delete_in_batches(&mut conn, ROWS_OF, provider, cutoff(keep), batch).await?;
+            delete_in_batches(&mut conn, sql::PURGE_ROWS, provider, cutoff(keep), batch).await?;
     }
     let ruled = serde_json::Value::from(ruled).to_string();
     let before = cutoff(DEFAULT_KEEP);
-    purged.keys += delete_in_batches(&mut conn, KEYS_OF_OTHERS, &ruled, before, batch).await?;
+    purged.keys +=
+        delete_in_batches(&mut conn, sql::PURGE_KEYS_OF_OTHERS, &ruled, before, batch).await?;
     purged.inbox_rows +=
-        delete_in_batches(&mut conn, ROWS_OF_OTHERS, &ruled, before, batch).await?;
+        delete_in_batches(&mut conn, sql::PURGE_ROWS_OF_OTHERS, &ruled, before, batch).await?;
     Ok(purged)
 }
 

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl as _;
-use hookbox_core::testing::{Harness, SuiteConfig};
+use hookbox_core::testing::{Capabilities, Harness, Reclaim, Rotation, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
+use hookbox_standard::{Standard, StandardSigner};
 
 use crate::{Conn, SqliteError, SqliteOptions, SqliteStore};
 
@@ -160,19 +161,36 @@ pub struct SqliteHarness {
     _dir: TempDir,
 }
 
+impl SqliteHarness {
+    /// The store's options for the suite's `config`, for harnesses of stores that
+    /// wrap a [`SqliteStore`].
+    pub fn options(config: SuiteConfig) -> SqliteOptions {
+        SqliteOptions::default()
+            .retention(config.retention)
+            .retry(config.retry)
+            .lease(config.lease)
+            .busy_timeout(config.lock_timeout)
+    }
+}
+
 impl Harness for SqliteHarness {
     type Conn = Conn;
     type Error = SqliteError;
     type Store = SqliteStore;
 
+    // no row locks: a worker leases its row
+    const CAPABILITIES: Capabilities = Capabilities {
+        reclaim: Reclaim::WhenLeaseExpires,
+    };
+
+    fn rotation() -> Option<Rotation> {
+        Rotation::from_secrets(Standard::new, StandardSigner::new)
+    }
+
     fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
         Box::pin(async move {
             let dir = TempDir::new();
-            let options = SqliteOptions::default()
-                .retention(config.retention)
-                .retry(config.retry)
-                .lease(config.lease);
-            let store = open(&dir.db(), options).await;
+            let store = open(&dir.db(), Self::options(config)).await;
             Self { store, _dir: dir }
         })
     }

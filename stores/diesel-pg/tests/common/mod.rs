@@ -1,4 +1,5 @@
-//! Shared test setup: the skip/require rule, a fresh schema per test, the ledger.
+//! Shared test setup: the skip/require rule, a fresh schema per test, the ledger,
+//! and the conformance harness.
 #![allow(
     dead_code,
     unreachable_pub,
@@ -13,6 +14,11 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use hookbox_core::BoxFuture;
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
+
+mod harness;
+// the conformance suite's binary only
+#[allow(unused_imports)]
+pub use harness::PgHarness;
 
 /// The service URL's variable.
 pub const URL_VAR: &str = "HOOKBOX_PG_URL";
@@ -90,6 +96,21 @@ pub async fn store(url: &str, schema: &str, options: PgOptions) -> PgStore {
     let store = PgStore::connect(url, options.schema(schema)).await.unwrap();
     store.migrate().await.unwrap();
     store
+}
+
+/// A migrated store on a fresh schema of its own; the store's pool closes before the
+/// schema is dropped (fields drop in order).
+pub struct Fixture {
+    pub store: PgStore,
+    pub schema: TestSchema,
+}
+
+/// A [`Fixture`] with `options`, or `None` when the test must skip (see [`pg_url`]).
+pub async fn fixture(options: PgOptions) -> Option<Fixture> {
+    let url = pg_url().await?;
+    let schema = TestSchema::new(&url).await;
+    let store = store(&url, &schema.name, options).await;
+    Some(Fixture { store, schema })
 }
 
 /// A schema that drops itself at the end of the test (pass or fail).

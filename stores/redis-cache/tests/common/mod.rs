@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use diesel_async::RunQueryDsl as _;
-use hookbox_core::testing::{Harness, SuiteConfig};
+use hookbox_core::testing::{Capabilities, Harness, Rotation, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore, RetentionPolicy};
 use hookbox_redis_cache::redis::aio::ConnectionManager;
 use hookbox_redis_cache::{CacheOptions, Cached};
 // not every test binary uses every one
+use hookbox_sqlite::testing::{SqliteHarness, plan, set_plan};
 #[allow(unused_imports)]
 pub use hookbox_sqlite::testing::{TempDir, balance, credit, open as open_sqlite, total};
-use hookbox_sqlite::testing::{plan, set_plan};
 use hookbox_sqlite::{Conn, SqliteError, SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -216,6 +216,13 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
     type Error = SqliteError;
     type Store = Cached<SqliteStore>;
 
+    // what the store underneath can do: the cache adds nothing and takes nothing
+    const CAPABILITIES: Capabilities = SqliteHarness::CAPABILITIES;
+
+    fn rotation() -> Option<Rotation> {
+        SqliteHarness::rotation()
+    }
+
     fn setup(config: SuiteConfig) -> BoxFuture<'static, Self> {
         Box::pin(async move {
             // as long as the retention allows, and short, so a test's keys leave the
@@ -226,10 +233,7 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
                 .map(|(_, keep)| keep)
                 .fold(hookbox_core::DEFAULT_KEEP, Duration::min);
             let ttl = keep.min(Duration::from_secs(600));
-            let sqlite = SqliteOptions::default()
-                .retention(config.retention)
-                .retry(config.retry)
-                .lease(config.lease);
+            let sqlite = SqliteHarness::options(config);
             let options = CacheOptions::default().ttl(ttl);
             let fixture = Fixture::with_sqlite(R::redis().await, options, sqlite).await;
             Self {

@@ -1,0 +1,184 @@
+//! How a store is configured, and the statements each new connection runs.
+
+use std::time::Duration;
+
+use hookbox_core::{RetentionPolicy, RetryPolicy};
+
+use crate::error::PgError;
+
+/// How a [`PgStore`](crate::PgStore) is configured.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use hookbox_diesel_pg::PgOptions;
+///
+/// let options = PgOptions::new()
+///     .max_connections(16)
+///     .lock_timeout(Duration::from_secs(2))
+///     .schema("webhooks");
+/// assert_eq!(options.get_max_connections(), 16);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    max_connections: usize,
+    retention: RetentionPolicy,
+    retry: RetryPolicy,
+    lock_timeout: Duration,
+    pool_timeout: Duration,
+    schema: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 8,
+            retention: RetentionPolicy::default(),
+            retry: RetryPolicy::default(),
+            lock_timeout: Duration::from_secs(5),
+            pool_timeout: Duration::from_secs(5),
+            schema: None,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The defaults: 8 connections, the default retention and retry policies, a 5 s
+    /// lock timeout, a 5 s pool timeout, the role's default `search_path`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the most connections the pool opens (default 8, at least 1).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// Sets how long keys and processed inbox rows are kept (default: 30 days for
+    /// every provider). Build it with [`RetentionPolicy::keep`], which refuses a rule
+    /// shorter than the provider's resend window.
+    pub fn retention(mut self, retention: RetentionPolicy) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets how failed inbox rows are retried and when they become dead letters
+    /// (default: 5 attempts, backoff from 1 s to 1 h with full jitter).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the longest a statement waits for a row lock (default 5 s): the server's
+    /// `lock_timeout`, set on every pooled connection.
+    ///
+    /// A concurrent copy of a delivery blocks on the first copy's uncommitted key and
+    /// then reports a duplicate; this bounds the wait, so a stuck transaction cannot
+    /// hang every receiver. A wait that runs out fails with the transient
+    /// [`PgError::LockTimeout`]. Zero disables the bound (not recommended).
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a call waits for a free pooled connection, and for a new one
+    /// to open (default 5 s). A wait that runs out fails with the transient
+    /// [`PgError::PoolTimeout`] or [`PgError::Connect`].
+    pub fn pool_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_timeout = timeout;
+        self
+    }
+
+    /// Puts the hookbox tables in `schema`: every pooled connection runs
+    /// `SET search_path TO "<schema>"`, so your side effects see that schema too
+    /// (qualify your own tables if they live elsewhere). The schema must exist; the
+    /// name must be a plain identifier (checked by [`PgStore::connect`](crate::PgStore::connect)).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Returns the pool size.
+    pub fn get_max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Returns the retention policy.
+    pub fn get_retention(&self) -> &RetentionPolicy {
+        &self.retention
+    }
+
+    /// Returns the retry policy.
+    pub fn get_retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// Returns the lock timeout.
+    pub fn get_lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    /// Returns the pool timeout.
+    pub fn get_pool_timeout(&self) -> Duration {
+        self.pool_timeout
+    }
+
+    /// Returns the schema, if one was set.
+    pub fn get_schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    /// The statements each new connection runs before the pool hands it out.
+    pub(crate) fn setup_sql(&self) -> String {
+        let mut sql = format!("SET lock_timeout = '{}ms'", self.lock_timeout.as_millis());
+        if let Some(schema) = &self.schema {
+            // validated by `check_schema`: no quote can appear in it
+            sql.push_str(&format!("; SET search_path TO \"{schema}\""));
+        }
+        sql
+    }
+}
+
+pub(crate) fn check_schema(schema: &str) -> Result<(), PgError> {
+    let mut chars = schema.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && schema.len() <= 63;
+    if valid {
+        Ok(())
+    } else {
+        Err(PgError::InvalidSchema {
+            name: schema.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for good in ["hookbox", "hb_0123abcd", "_private", "Webhooks"] {
+            assert!(check_schema(good).is_ok(), "{good}");
+        }
+        for bad in ["", "1st", "a;b", "a\"b", "a b", "schéma", &"x".repeat(64)] {
+            assert!(check_schema(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn setup_sets_the_lock_timeout_and_search_path() {
+        let sql = PgOptions::new()
+            .lock_timeout(Duration::from_millis(1500))
+            .schema("hb_test")
+            .setup_sql();
+        assert_eq!(
+            sql,
+            "SET lock_timeout = '1500ms'; SET search_path TO \"hb_test\""
+        );
+    }
+}

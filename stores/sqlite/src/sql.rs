@@ -1,0 +1,228 @@
+//! Every statement the store runs, in one place: the tables for diesel's query
+//! builder, the prepared hot statements, and the SQL text of the inbox, the worker
+//! and the purge (the schema itself is in `migrations/`).
+//!
+//! diesel caches a statement only when its type identifies its SQL: a query-builder
+//! `insert_into` or `select` is cached, while `sql_query` text and any upsert with
+//! `DO UPDATE` are parsed and planned again on every call. The claim is therefore a
+//! plain builder insert ([`claim_query!`]) and the version guards' conditional
+//! upserts are small [`QueryFragment`]s with a static query id; the rest runs less
+//! often and is plain text.
+//!
+//! Every time is bound as unix microseconds (`BigInt`).
+
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::sql_types::{BigInt, Text};
+use diesel::sqlite::{Sqlite, SqliteConnection};
+use diesel::{QueryResult, RunQueryDsl};
+
+diesel::table! {
+    hookbox_processed_keys (source, provider, delivery_id) {
+        source -> Text,
+        provider -> Text,
+        delivery_id -> Text,
+        received_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    hookbox_version_times (object) {
+        object -> Text,
+        at_micros -> BigInt,
+    }
+}
+
+/// The claim for `$key`: `INSERT … ON CONFLICT DO NOTHING`; one row inserted means
+/// this transaction claimed the key. Built (not `sql_query`) so that it is prepared
+/// once per connection; a macro because the sync and async paths run it through
+/// different `RunQueryDsl` traits.
+macro_rules! claim_query {
+    ($key:expr) => {{
+        use crate::sql::hookbox_processed_keys::dsl as keys;
+        use diesel::ExpressionMethods as _;
+        let key: &hookbox_core::DedupeKey = $key;
+        diesel::insert_into(keys::hookbox_processed_keys)
+            .values((
+                keys::source.eq(key.scope()),
+                keys::provider.eq(key.provider()),
+                keys::delivery_id.eq(key.delivery_id()),
+                keys::received_at.eq(crate::rows::micros(
+                    hookbox_core::time::OffsetDateTime::now_utc(),
+                )),
+            ))
+            .on_conflict_do_nothing()
+    }};
+}
+pub(crate) use claim_query;
+
+/// Stores `version` for `object` only when it is newer; the upsert's `WHERE` makes
+/// "not newer" a no-op (zero rows changed).
+pub(crate) struct AdvanceVersion<'a> {
+    pub(crate) object: &'a str,
+    pub(crate) version: i64,
+}
+
+impl QueryId for AdvanceVersion<'_> {
+    type QueryId = AdvanceVersion<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for AdvanceVersion<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO hookbox_versions (object, version) VALUES (");
+        out.push_bind_param::<Text, _>(self.object)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.version)?;
+        out.push_sql(
+            ") ON CONFLICT (object) DO UPDATE SET version = excluded.version \
+             WHERE excluded.version > hookbox_versions.version",
+        );
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for AdvanceVersion<'_> {}
+
+/// Stores `at_micros` for `object` only when it is strictly later.
+pub(crate) struct AdvanceTime<'a> {
+    pub(crate) object: &'a str,
+    pub(crate) at_micros: i64,
+}
+
+impl QueryId for AdvanceTime<'_> {
+    type QueryId = AdvanceTime<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for AdvanceTime<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO hookbox_version_times (object, at_micros) VALUES (");
+        out.push_bind_param::<Text, _>(self.object)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.at_micros)?;
+        out.push_sql(
+            ") ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
+             WHERE excluded.at_micros > hookbox_version_times.at_micros",
+        );
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for AdvanceTime<'_> {}
+
+/// `SELECT <every column InboxRow reads> FROM hookbox_inbox <rest>`, as a literal.
+macro_rules! select_inbox {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, source, provider, delivery_id, tenant, event_type, correlation_id, \
+             signed_at, body, headers, received_at, processed_at, attempts, last_error, \
+             next_attempt_at, dead_at, lease_token FROM hookbox_inbox ",
+            $rest
+        )
+    };
+}
+
+/// `Inbox::receive`, one autocommitted statement. Binds: source, provider,
+/// delivery_id, tenant, event_type, correlation_id, signed_at, body, headers (the
+/// core's JSON), received_at, next_attempt_at.
+pub(crate) const RECEIVE: &str = "INSERT INTO hookbox_inbox (source, provider, delivery_id, \
+     tenant, event_type, correlation_id, signed_at, body, headers, received_at, next_attempt_at) \
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
+/// The first due row no live lease holds. Binds: now.
+pub(crate) const DUE_ROW: &str = select_inbox!(
+    "WHERE processed_at IS NULL AND dead_at IS NULL \
+     AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
+     ORDER BY next_attempt_at, id LIMIT 1"
+);
+
+/// Takes the lease and counts the attempt; a row that still carried a lease was
+/// interrupted, and says so in `last_error`. `next_attempt_at` moves with the lease
+/// so the due index skips leased rows. Binds: leased_until, token, the interrupted
+/// text, id.
+pub(crate) const TAKE_LEASE: &str = "UPDATE hookbox_inbox SET attempts = attempts + 1, \
+     leased_until = ?1, next_attempt_at = ?1, lease_token = ?2, \
+     last_error = CASE WHEN lease_token IS NULL THEN last_error ELSE ?3 END \
+     WHERE id = ?4";
+
+/// A row's attempts, as `count`. Binds: id.
+pub(crate) const ATTEMPTS: &str = "SELECT attempts AS count FROM hookbox_inbox WHERE id = ?";
+
+/// 1 (as `count`) while the lease is still this worker's. Binds: id, token.
+pub(crate) const LEASE_IS_OURS: &str = "SELECT COUNT(*) AS count FROM hookbox_inbox \
+     WHERE id = ? AND lease_token = ? AND processed_at IS NULL";
+
+/// The handler succeeded: processed, the attempt un-counted, the lease cleared.
+/// Binds: processed_at, id.
+pub(crate) const MARK_PROCESSED: &str = "UPDATE hookbox_inbox SET processed_at = ?, \
+     attempts = attempts - 1, leased_until = NULL, lease_token = NULL WHERE id = ?";
+
+/// The handler failed: the error, the next attempt, maybe dead; the lease cleared.
+/// Binds: last_error, next_attempt_at, dead_at, id.
+pub(crate) const RECORD_FAILURE: &str = "UPDATE hookbox_inbox SET last_error = ?, \
+     next_attempt_at = ?, dead_at = ?, leased_until = NULL, lease_token = NULL WHERE id = ?";
+
+/// Makes a row a dead letter now. Binds: dead_at, last_error, attempts to add
+/// (0 or 1), id.
+pub(crate) const DEAD_LETTER: &str = "UPDATE hookbox_inbox SET dead_at = ?, last_error = ?, \
+     attempts = attempts + ?, leased_until = NULL, lease_token = NULL WHERE id = ?";
+
+/// One row. Binds: id.
+pub(crate) const GET: &str = select_inbox!("WHERE id = ?");
+
+/// `Inbox::list` with `InboxFilter::Pending`, by due time. Binds: limit.
+pub(crate) const LIST_PENDING: &str = select_inbox!(
+    "WHERE processed_at IS NULL AND dead_at IS NULL ORDER BY next_attempt_at, id LIMIT ?"
+);
+/// `InboxFilter::Processed`, newest first. Binds: limit.
+pub(crate) const LIST_PROCESSED: &str =
+    select_inbox!("WHERE processed_at IS NOT NULL ORDER BY processed_at DESC, id DESC LIMIT ?");
+/// `InboxFilter::Dead`, oldest first. Binds: limit.
+pub(crate) const LIST_DEAD: &str =
+    select_inbox!("WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?");
+/// `InboxFilter::All`, newest first. Binds: limit.
+pub(crate) const LIST_ALL: &str = select_inbox!("ORDER BY id DESC LIMIT ?");
+
+/// Makes one dead letter due again with its attempts reset; `last_error` stays, for
+/// the record. Binds: next_attempt_at, id.
+pub(crate) const REPLAY: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+     next_attempt_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE id = ? AND dead_at IS NOT NULL";
+
+/// [`REPLAY`] for every dead letter. Binds: next_attempt_at.
+pub(crate) const REPLAY_ALL: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+     next_attempt_at = ?, leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
+
+/// `Inbox::stats` in one statement.
+pub(crate) const STATS: &str = "SELECT \
+     (SELECT COUNT(*) FROM hookbox_inbox \
+      WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
+     (SELECT COUNT(*) FROM hookbox_inbox \
+      WHERE processed_at IS NOT NULL AND dead_at IS NULL) AS processed, \
+     (SELECT COUNT(*) FROM hookbox_inbox WHERE dead_at IS NOT NULL) AS dead, \
+     (SELECT MIN(received_at) FROM hookbox_inbox \
+      WHERE processed_at IS NULL AND dead_at IS NULL) AS oldest_pending";
+
+/// Deletes up to a batch of one provider's expired keys. Binds: provider, cutoff,
+/// batch size.
+pub(crate) const PURGE_KEYS: &str = "DELETE FROM hookbox_processed_keys \
+     WHERE (source, provider, delivery_id) IN \
+     (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+      WHERE provider = ? AND received_at < ? LIMIT ?)";
+/// Deletes up to a batch of one provider's expired processed rows (never pending
+/// rows or dead letters). Binds: provider, cutoff, batch size.
+pub(crate) const PURGE_ROWS: &str = "DELETE FROM hookbox_inbox WHERE id IN \
+     (SELECT id FROM hookbox_inbox WHERE provider = ? AND received_at < ? \
+      AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+/// [`PURGE_KEYS`] for every provider without a rule of its own. Binds: a JSON
+/// array of the providers that have one, cutoff, batch size.
+pub(crate) const PURGE_KEYS_OF_OTHERS: &str = "DELETE FROM hookbox_processed_keys \
+     WHERE (source, provider, delivery_id) IN \
+     (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? LIMIT ?)";
+/// [`PURGE_ROWS`] for every provider without a rule of its own. Binds as
+/// [`PURGE_KEYS_OF_OTHERS`].
+pub(crate) const PURGE_ROWS_OF_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id IN \
+     (SELECT id FROM hookbox_inbox \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? \
+      AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
