@@ -329,6 +329,34 @@ impl HmacKey {
     pub fn sign_text(&self, parts: &[&[u8]], encoding: MacEncoding) -> MacText {
         MacText::encode(&self.sign(parts), encoding)
     }
+
+    /// Starts a MAC to be fed in pieces, for a caller that reads the same bytes for
+    /// another purpose as it hashes them (one pass over the body instead of two).
+    pub fn start(&self) -> HmacState {
+        HmacState(self.0.clone())
+    }
+}
+
+/// A MAC being computed piece by piece; see [`HmacKey::start`].
+#[derive(Clone)]
+pub struct HmacState(Hmac<Sha256>);
+
+impl HmacState {
+    /// Feeds the next piece of the signed content.
+    pub fn update(&mut self, piece: &[u8]) {
+        self.0.update(piece);
+    }
+
+    /// Finishes the MAC and writes it as the provider does.
+    pub fn finish_text(self, encoding: MacEncoding) -> MacText {
+        MacText::encode(&self.0.finalize().into_bytes().into(), encoding)
+    }
+}
+
+impl std::fmt::Debug for HmacState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HmacState(<redacted>)")
+    }
 }
 
 impl std::fmt::Debug for HmacKey {

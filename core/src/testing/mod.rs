@@ -13,8 +13,9 @@
 //! checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`] and
 //! [`Inbox`]; every check runs for every backend, and a capability changes what a
 //! check expects (a leased row comes back when its lease expires, a row locked by a
-//! transaction at once), never whether it runs. Each `check_*` function can also be
-//! called on its own.
+//! transaction at once), never whether it runs. The one check a harness may leave
+//! out is checklist 6, which needs a provider crate to sign with
+//! ([`Harness::rotation`]). Each `check_*` function can also be called on its own.
 //!
 //! The checks call the store the way user code does: side effects are async
 //! closures, `async |conn| { …; Ok(value) }`, and handlers are async closures or

@@ -118,6 +118,8 @@ enum Expect {
     Value,
     /// A key or `}` (just after `{`).
     KeyOrClose,
+    /// A key (after `,` in an object).
+    Key,
     /// A value or `]` (just after `[`).
     ValueOrClose,
     /// `,` or the container's closing bracket (after a value).
@@ -136,6 +138,7 @@ struct Nesting {
 }
 
 impl Nesting {
+    #[inline]
     fn push(&mut self, object: bool) {
         let level = self.depth;
         self.depth += 1;
@@ -147,16 +150,22 @@ impl Nesting {
                 self.inline & !bit
             };
         } else {
-            let (word, bit) = ((level - 64) / 64, 1u64 << ((level - 64) % 64));
-            if word == self.deeper.len() {
-                self.deeper.push(0);
-            }
-            let slot = &mut self.deeper[word];
-            *slot = if object { *slot | bit } else { *slot & !bit };
+            self.push_deep(level, object);
         }
     }
 
+    #[cold]
+    fn push_deep(&mut self, level: usize, object: bool) {
+        let (word, bit) = ((level - 64) / 64, 1u64 << ((level - 64) % 64));
+        if word == self.deeper.len() {
+            self.deeper.push(0);
+        }
+        let slot = &mut self.deeper[word];
+        *slot = if object { *slot | bit } else { *slot & !bit };
+    }
+
     /// Whether the innermost open container is an object (`false` when none is open).
+    #[inline]
     fn in_object(&self) -> bool {
         match self.depth.checked_sub(1) {
             None => false,
@@ -194,23 +203,19 @@ const WHITESPACE: [bool; 256] = {
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
-const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
-/// Marks (high bit) every zero byte of `x`, exactly: no false positives from borrows.
-#[inline(always)]
-fn zero_bytes(x: u64) -> u64 {
-    !(((x & LOWS) + LOWS) | x) & HIGHS
-}
-
-/// Marks every byte of `x` that ends a run of plain string characters: `"`, `\` and
-/// the control characters below 0x20.
+/// Marks (high bit) the bytes of `x` that end a run of plain ASCII string
+/// characters: `"`, `\`, the control characters below 0x20, and any byte above 0x7f.
+///
+/// The usual "has a zero byte" arithmetic can mark a byte after a marked one too (a
+/// borrow carries upward), never one before it, so the lowest mark is exact: that is
+/// the only one used.
 #[inline(always)]
 fn string_stops(x: u64) -> u64 {
-    let quote = zero_bytes(x ^ (ONES * u64::from(b'"')));
-    let backslash = zero_bytes(x ^ (ONES * u64::from(b'\\')));
-    // a byte below 0x80 whose low seven bits stay below 0x80 after adding 0x60
-    let control = !(((x & LOWS) + ONES * 0x60) | x) & HIGHS;
-    quote | backslash | control
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    let low = quote.wrapping_sub(ONES) | backslash.wrapping_sub(ONES) | x.wrapping_sub(ONES * 0x20);
+    ((low & !x) | x) & HIGHS
 }
 
 /// A string's position in the body, between its quotes.
@@ -219,6 +224,146 @@ struct Span {
     start: usize,
     end: usize,
     escaped: bool,
+}
+
+/// Finds the end of the string whose contents start at `start`: eight bytes at a
+/// time while they are plain ASCII, the rest (escapes, UTF-8, the last few bytes)
+/// in [`string_slow`].
+#[inline(always)]
+fn string_end(body: &[u8], start: usize) -> Result<Span, Malformed> {
+    let mut at = start;
+    while let Some(chunk) = body.get(at..at + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let stops = string_stops(x);
+        if stops != 0 {
+            at += (stops.trailing_zeros() / 8) as usize;
+            if body[at] == b'"' {
+                return Ok(Span {
+                    start,
+                    end: at,
+                    escaped: false,
+                });
+            }
+            break;
+        }
+        at += 8;
+    }
+    string_slow(body, start, at)
+}
+
+/// Finishes a string from `at`: checks escapes and control characters, and that a
+/// string with bytes above 0x7f is UTF-8.
+#[inline(never)]
+fn string_slow(body: &[u8], start: usize, mut at: usize) -> Result<Span, Malformed> {
+    let mut escaped = false;
+    let mut non_ascii = false;
+    loop {
+        if let Some(chunk) = body.get(at..at + 8) {
+            let stops = string_stops(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+            if stops == 0 {
+                at += 8;
+                continue;
+            }
+            at += (stops.trailing_zeros() / 8) as usize;
+        }
+        let Some(&byte) = body.get(at) else {
+            return Err(Malformed {
+                reason: "the string never ends",
+                at: start - 1,
+            });
+        };
+        match byte {
+            b'"' => break,
+            b'\\' => {
+                escaped = true;
+                at = escape(body, at)?;
+            }
+            0..0x20 => {
+                return Err(Malformed {
+                    reason: "a control character inside a string",
+                    at,
+                });
+            }
+            0x80.. => {
+                non_ascii = true;
+                at += 1;
+            }
+            _ => at += 1,
+        }
+    }
+    if non_ascii && std::str::from_utf8(&body[start..at]).is_err() {
+        return Err(Malformed {
+            reason: "a string that is not UTF-8",
+            at: start,
+        });
+    }
+    Ok(Span {
+        start,
+        end: at,
+        escaped,
+    })
+}
+
+/// Checks the escape at `at` (a backslash) and returns the offset after it.
+fn escape(body: &[u8], at: usize) -> Result<usize, Malformed> {
+    match body.get(at + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
+        Some(b'u') => match body.get(at + 2..at + 6) {
+            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(at + 6),
+            _ => Err(Malformed {
+                reason: "a `\\u` escape without four hex digits",
+                at,
+            }),
+        },
+        _ => Err(Malformed {
+            reason: "an invalid escape in a string",
+            at,
+        }),
+    }
+}
+
+/// Returns the offset after the digits at `at`.
+#[inline(always)]
+fn digits(body: &[u8], mut at: usize) -> usize {
+    while body.get(at).is_some_and(u8::is_ascii_digit) {
+        at += 1;
+    }
+    at
+}
+
+/// Checks a number's grammar at `start`, `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+/// ([eE] [+-]? [0-9]+)?`, and returns the offset after it.
+#[inline(always)]
+fn number(body: &[u8], start: usize) -> Result<usize, Malformed> {
+    let fail = |reason, at| Err(Malformed { reason, at });
+    let mut at = start;
+    if body.get(at) == Some(&b'-') {
+        at += 1;
+    }
+    match body.get(at) {
+        Some(b'0') => at += 1,
+        Some(b'1'..=b'9') => at = digits(body, at + 1),
+        _ => return fail("expected a digit in a number", at),
+    }
+    if body.get(at) == Some(&b'.') {
+        let after = digits(body, at + 1);
+        if after == at + 1 {
+            return fail("expected a digit after the decimal point", after);
+        }
+        at = after;
+    }
+    if matches!(body.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(body.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let after = digits(body, at);
+        if after == at {
+            return fail("expected a digit in the exponent", after);
+        }
+        at = after;
+    }
+    Ok(at)
 }
 
 impl<'a> Scanner<'a> {
@@ -240,14 +385,9 @@ impl<'a> Scanner<'a> {
     /// Scans until at least `limit` bytes are consumed, the body ends, or an error is
     /// found (later calls then do nothing).
     pub(crate) fn run(&mut self, limit: usize) {
-        if self.error.is_some() {
-            return;
-        }
-        let limit = limit.min(self.body.len());
-        while self.at < limit {
-            if let Err(error) = self.step() {
+        if self.error.is_none() {
+            if let Err(error) = self.scan(limit.min(self.body.len())) {
                 self.error = Some(error);
-                return;
             }
         }
     }
@@ -262,177 +402,126 @@ impl<'a> Scanner<'a> {
             return Err(error);
         }
         if self.expect != Expect::End {
-            return Err(self.fail(if self.nesting.depth == 0 {
-                "expected a JSON value"
-            } else {
-                "the body ends inside an object or array"
-            }));
+            return Err(Malformed {
+                reason: if self.nesting.depth == 0 {
+                    "expected a JSON value"
+                } else {
+                    "the body ends inside an object or array"
+                },
+                at: self.at,
+            });
         }
         Ok(self.event)
     }
 
-    fn fail(&self, reason: &'static str) -> Malformed {
-        Malformed {
-            reason,
-            at: self.at,
-        }
-    }
-
-    /// Skips whitespace and returns the next byte, if any.
-    #[inline(always)]
-    fn peek(&mut self) -> Option<u8> {
-        while let Some(&byte) = self.body.get(self.at) {
-            if !WHITESPACE[usize::from(byte)] {
-                return Some(byte);
+    /// The scan loop: one token per turn, the position in a local.
+    fn scan(&mut self, limit: usize) -> Result<(), Malformed> {
+        let body = self.body;
+        let mut at = self.at;
+        let fail = |reason, at| Malformed { reason, at };
+        while at < limit {
+            let byte = body[at];
+            if WHITESPACE[usize::from(byte)] {
+                at += 1;
+                continue;
             }
-            self.at += 1;
-        }
-        None
-    }
-
-    /// Consumes one token (or whitespace up to the end of the body).
-    fn step(&mut self) -> Result<(), Malformed> {
-        let Some(byte) = self.peek() else {
-            return Ok(());
-        };
-        match self.expect {
-            Expect::Value => self.value(byte),
-            Expect::KeyOrClose if byte == b'}' => self.close(),
-            Expect::KeyOrClose => self.member(byte),
-            Expect::ValueOrClose if byte == b']' => self.close(),
-            Expect::ValueOrClose => self.value(byte),
-            Expect::CommaOrClose => match byte {
-                b',' => {
-                    self.at += 1;
-                    if self.nesting.in_object() {
-                        let byte = self.peek().ok_or_else(|| self.fail("expected a key"))?;
-                        self.member(byte)
-                    } else {
-                        self.field = Field::Other;
-                        self.expect = Expect::Value;
-                        Ok(())
+            match self.expect {
+                Expect::CommaOrClose => {
+                    let in_object = self.nesting.in_object();
+                    match byte {
+                        b',' => {
+                            at += 1;
+                            if in_object {
+                                self.expect = Expect::Key;
+                            } else {
+                                self.field = Field::Other;
+                                self.expect = Expect::Value;
+                            }
+                        }
+                        b'}' if in_object => at = self.close(at),
+                        b']' if !in_object => at = self.close(at),
+                        _ if in_object => {
+                            return Err(fail("expected `,` or `}` after an object member", at));
+                        }
+                        _ => return Err(fail("expected `,` or `]` after an array element", at)),
                     }
                 }
-                b'}' if self.nesting.in_object() => self.close(),
-                b']' if !self.nesting.in_object() => self.close(),
-                _ => Err(self.fail(if self.nesting.in_object() {
-                    "expected `,` or `}` after an object member"
-                } else {
-                    "expected `,` or `]` after an array element"
-                })),
-            },
-            Expect::End => Err(self.fail("trailing characters after the JSON value")),
-        }
-    }
-
-    /// Returns the role of the innermost open object.
-    fn role(&self) -> Role {
-        match self.nesting.depth {
-            0 => Role::Skipped,
-            depth if depth <= self.path => self.roles[depth - 1],
-            _ => Role::Skipped,
-        }
-    }
-
-    /// Parses one `"key": ` (at `byte`, the key's opening quote) and sets up its value.
-    fn member(&mut self, byte: u8) -> Result<(), Malformed> {
-        if byte != b'"' {
-            return Err(self.fail("expected a string key"));
-        }
-        let role = self.role();
-        let key = self.string()?;
-        self.field = if role == Role::Skipped {
-            Field::Other
-        } else {
-            // serde_json decodes the keys of every map it deserializes
-            let decoded;
-            let text: &[u8] = if key.escaped {
-                decoded = self.unescape(key)?;
-                decoded.as_bytes()
-            } else {
-                &self.body[key.start..key.end]
-            };
-            let (field, seen) = match (role, text) {
-                (Role::Event, b"id") => (Field::Id, SEEN_ID),
-                (Role::Event, b"type") => (Field::Type, SEEN_TYPE),
-                (Role::Event, b"data") => (Field::Data, SEEN_DATA),
-                (Role::Data, b"object") => (Field::Object, SEEN_OBJECT),
-                (Role::Changed, b"id") => (Field::ObjectId, SEEN_OBJECT_ID),
-                _ => (Field::Other, 0),
-            };
-            if self.seen & seen != 0 {
-                return Err(Malformed {
-                    reason: "a field that identifies the event appears twice",
-                    at: key.start - 1,
-                });
-            }
-            self.seen |= seen;
-            field
-        };
-        if self.peek() != Some(b':') {
-            return Err(self.fail("expected `:` after an object key"));
-        }
-        self.at += 1;
-        self.expect = Expect::Value;
-        Ok(())
-    }
-
-    /// Parses a value starting at `byte`, or opens the container it starts.
-    fn value(&mut self, byte: u8) -> Result<(), Malformed> {
-        match byte {
-            b'{' => {
-                self.at += 1;
-                let role = match self.field {
-                    Field::Top => Role::Event,
-                    Field::Data => Role::Data,
-                    Field::Object => Role::Changed,
-                    Field::Id | Field::Type | Field::ObjectId => Role::Visited,
-                    Field::Other => Role::Skipped,
-                };
-                self.nesting.push(true);
-                if role != Role::Skipped {
-                    // only a value read from an object on the path has a role, so the
-                    // path ends just above
-                    self.roles[self.nesting.depth - 1] = role;
-                    self.path = self.nesting.depth;
-                }
-                self.expect = Expect::KeyOrClose;
-                return Ok(());
-            }
-            b'[' => {
-                self.at += 1;
-                self.nesting.push(false);
-                self.field = Field::Other;
-                self.expect = Expect::ValueOrClose;
-                return Ok(());
-            }
-            b'"' => {
-                let span = self.string()?;
-                if self.field.is_read() {
-                    let text = if span.escaped {
-                        Cow::Owned(self.unescape(span)?)
+                Expect::Key | Expect::KeyOrClose => {
+                    if byte == b'}' && self.expect == Expect::KeyOrClose {
+                        at = self.close(at);
+                        continue;
+                    }
+                    if byte != b'"' {
+                        return Err(fail("expected a string key", at));
+                    }
+                    let key = string_end(body, at + 1)?;
+                    self.field = if self.nesting.depth > self.path {
+                        Field::Other
                     } else {
-                        // the whole body is checked to be UTF-8 string by string
-                        Cow::Borrowed(self.text(span))
+                        self.key_field(key)?
                     };
-                    match self.field {
-                        Field::Id => self.event.id = Some(text),
-                        Field::Type => self.event.kind = Some(text),
-                        Field::ObjectId => self.event.object_id = Some(text),
-                        Field::Other | Field::Top | Field::Data | Field::Object => {}
+                    at = key.end + 1;
+                    while body.get(at).is_some_and(|&b| WHITESPACE[usize::from(b)]) {
+                        at += 1;
                     }
+                    if body.get(at) != Some(&b':') {
+                        return Err(fail("expected `:` after an object key", at));
+                    }
+                    at += 1;
+                    self.expect = Expect::Value;
+                }
+                Expect::Value | Expect::ValueOrClose => match byte {
+                    b'"' => {
+                        let span = string_end(body, at + 1)?;
+                        if self.field.is_read() {
+                            self.read_string(span)?;
+                        }
+                        at = span.end + 1;
+                        self.after_value();
+                    }
+                    b'{' => {
+                        at += 1;
+                        self.open_object();
+                    }
+                    b'[' => {
+                        at += 1;
+                        self.nesting.push(false);
+                        self.field = Field::Other;
+                        self.expect = Expect::ValueOrClose;
+                    }
+                    b']' if self.expect == Expect::ValueOrClose => at = self.close(at),
+                    b'-' | b'0'..=b'9' => {
+                        let end = number(body, at)?;
+                        if self.field.is_read() {
+                            check_range(body, at, end)?;
+                        }
+                        at = end;
+                        self.after_value();
+                    }
+                    b't' | b'f' | b'n' => {
+                        let word: &[u8] = match byte {
+                            b't' => b"true",
+                            b'f' => b"false",
+                            _ => b"null",
+                        };
+                        if !body[at..].starts_with(word) {
+                            return Err(fail("expected `true`, `false` or `null`", at));
+                        }
+                        at += word.len();
+                        self.after_value();
+                    }
+                    _ => return Err(fail("expected a JSON value", at)),
+                },
+                Expect::End => {
+                    return Err(fail("trailing characters after the JSON value", at));
                 }
             }
-            b't' => self.literal(b"true")?,
-            b'f' => self.literal(b"false")?,
-            b'n' => self.literal(b"null")?,
-            b'-' | b'0'..=b'9' => self.number()?,
-            _ => return Err(self.fail("expected a JSON value")),
         }
-        self.after_value();
+        self.at = at;
         Ok(())
     }
 
+    #[inline]
     fn after_value(&mut self) {
         self.expect = if self.nesting.depth == 0 {
             Expect::End
@@ -442,203 +531,153 @@ impl<'a> Scanner<'a> {
     }
 
     /// Closes the innermost container (at its closing bracket).
-    fn close(&mut self) -> Result<(), Malformed> {
-        self.at += 1;
+    #[inline]
+    fn close(&mut self, at: usize) -> usize {
         if self.nesting.depth == self.path {
             self.path -= 1;
         }
         self.nesting.depth -= 1;
         self.after_value();
-        Ok(())
+        at + 1
     }
 
-    fn literal(&mut self, word: &'static [u8]) -> Result<(), Malformed> {
-        if self.body[self.at..].starts_with(word) {
-            self.at += word.len();
-            Ok(())
-        } else {
-            Err(self.fail("expected `true`, `false` or `null`"))
-        }
-    }
-
-    /// Checks a number's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-    fn number(&mut self) -> Result<(), Malformed> {
-        let body = self.body;
-        let start = self.at;
-        let mut at = start;
-        let digits = |at: &mut usize| {
-            let from = *at;
-            while body.get(*at).is_some_and(u8::is_ascii_digit) {
-                *at += 1;
-            }
-            *at - from
+    /// Opens an object, with a role when the path to the fields read goes through it.
+    #[inline]
+    fn open_object(&mut self) {
+        let role = match self.field {
+            Field::Top => Role::Event,
+            Field::Data => Role::Data,
+            Field::Object => Role::Changed,
+            Field::Id | Field::Type | Field::ObjectId => Role::Visited,
+            Field::Other => Role::Skipped,
         };
-        if body.get(at) == Some(&b'-') {
-            at += 1;
+        self.nesting.push(true);
+        if role != Role::Skipped {
+            // only a value read from an object on the path has a role, so the path
+            // ends just above
+            self.roles[self.nesting.depth - 1] = role;
+            self.path = self.nesting.depth;
         }
-        match body.get(at) {
-            Some(b'0') => at += 1,
-            Some(b'1'..=b'9') => {
-                digits(&mut at);
-            }
-            _ => return Err(self.fail_at("expected a digit in a number", at)),
+        self.expect = Expect::KeyOrClose;
+    }
+
+    /// Returns what the value of `key` is to the event, in an object on the path.
+    #[inline(never)]
+    fn key_field(&mut self, key: Span) -> Result<Field, Malformed> {
+        let role = self.roles[self.nesting.depth - 1];
+        // serde_json decodes the keys of every map it deserializes
+        let decoded;
+        let text: &[u8] = if key.escaped {
+            decoded = unescape(self.body, key)?;
+            decoded.as_bytes()
+        } else {
+            &self.body[key.start..key.end]
+        };
+        let (field, seen) = match (role, text) {
+            (Role::Event, b"id") => (Field::Id, SEEN_ID),
+            (Role::Event, b"type") => (Field::Type, SEEN_TYPE),
+            (Role::Event, b"data") => (Field::Data, SEEN_DATA),
+            (Role::Data, b"object") => (Field::Object, SEEN_OBJECT),
+            (Role::Changed, b"id") => (Field::ObjectId, SEEN_OBJECT_ID),
+            _ => (Field::Other, 0),
+        };
+        if self.seen & seen != 0 {
+            return Err(Malformed {
+                reason: "a field that identifies the event appears twice",
+                at: key.start - 1,
+            });
         }
-        if body.get(at) == Some(&b'.') {
-            at += 1;
-            if digits(&mut at) == 0 {
-                return Err(self.fail_at("expected a digit after the decimal point", at));
-            }
+        self.seen |= seen;
+        Ok(field)
+    }
+
+    /// Keeps a string that is read (or checks it, where it is read but not kept).
+    #[inline(never)]
+    fn read_string(&mut self, span: Span) -> Result<(), Malformed> {
+        let text = if span.escaped {
+            Cow::Owned(unescape(self.body, span)?)
+        } else {
+            // `string_end` checked that it is UTF-8
+            Cow::Borrowed(std::str::from_utf8(&self.body[span.start..span.end]).unwrap_or_default())
+        };
+        match self.field {
+            Field::Id => self.event.id = Some(text),
+            Field::Type => self.event.kind = Some(text),
+            Field::ObjectId => self.event.object_id = Some(text),
+            Field::Other | Field::Top | Field::Data | Field::Object => {}
         }
-        if matches!(body.get(at), Some(b'e' | b'E')) {
-            at += 1;
-            if matches!(body.get(at), Some(b'+' | b'-')) {
-                at += 1;
-            }
-            if digits(&mut at) == 0 {
-                return Err(self.fail_at("expected a digit in the exponent", at));
-            }
-        }
-        // a number that serde_json would deserialize must fit an f64; ask it, so the
-        // limit is exactly its own (this runs only where a field that is read holds a
-        // number, which no real event has)
-        if self.field.is_read() {
-            let text = std::str::from_utf8(&body[start..at]).unwrap_or_default();
-            if serde_json::from_str::<serde_json::Number>(text).is_err() {
-                return Err(self.fail_at("the number is out of range", start));
-            }
-        }
-        self.at = at;
         Ok(())
-    }
-
-    fn fail_at(&self, reason: &'static str, at: usize) -> Malformed {
-        Malformed { reason, at }
-    }
-
-    /// Scans a string (at its opening quote) and returns where its contents are.
-    ///
-    /// Eight bytes at a time up to the next quote, backslash or control character;
-    /// escapes must be well-formed, and a string with bytes above 0x7f must be UTF-8.
-    #[inline(always)]
-    fn string(&mut self) -> Result<Span, Malformed> {
-        let body = self.body;
-        let start = self.at + 1;
-        let mut at = start;
-        let mut high = 0u64;
-        let mut escaped = false;
-        loop {
-            while let Some(chunk) = body.get(at..at + 8) {
-                let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-                let stops = string_stops(x);
-                if stops != 0 {
-                    // only the bytes before the stop belong to the string
-                    let before = (stops.trailing_zeros() / 8) as usize;
-                    high |= x & HIGHS & ((1u64 << (before * 8)) - 1);
-                    at += before;
-                    break;
-                }
-                high |= x & HIGHS;
-                at += 8;
-            }
-            let Some(&byte) = body.get(at) else {
-                return Err(self.fail_at("the string never ends", start - 1));
-            };
-            match byte {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    at = self.escape(at)?;
-                }
-                0..0x20 => {
-                    return Err(self.fail_at("a control character inside a string", at));
-                }
-                _ => {
-                    // fewer than eight bytes are left: one at a time
-                    high |= u64::from(byte & 0x80);
-                    at += 1;
-                }
-            }
-        }
-        if high != 0 && std::str::from_utf8(&body[start..at]).is_err() {
-            return Err(self.fail_at("a string that is not UTF-8", start));
-        }
-        self.at = at + 1;
-        Ok(Span {
-            start,
-            end: at,
-            escaped,
-        })
-    }
-
-    /// Checks the escape at `at` (a backslash) and returns the offset after it.
-    fn escape(&self, at: usize) -> Result<usize, Malformed> {
-        match self.body.get(at + 1) {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
-            Some(b'u') => match self.body.get(at + 2..at + 6) {
-                Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(at + 6),
-                _ => Err(self.fail_at("a `\\u` escape without four hex digits", at)),
-            },
-            _ => Err(self.fail_at("an invalid escape in a string", at)),
-        }
-    }
-
-    /// Returns a string's contents as text: unescaped strings only (they are UTF-8,
-    /// [`Scanner::string`] checked).
-    fn text(&self, span: Span) -> &'a str {
-        std::str::from_utf8(&self.body[span.start..span.end]).unwrap_or_default()
-    }
-
-    /// Decodes a string's escapes the way `serde_json` decodes a string it
-    /// deserializes: a `\u` escape of a surrogate must be a high one followed by a low
-    /// one.
-    fn unescape(&self, span: Span) -> Result<String, Malformed> {
-        let raw = &self.body[span.start..span.end];
-        let lone = || self.fail_at("an unpaired surrogate in a `\\u` escape", span.start);
-        let mut out = String::with_capacity(raw.len());
-        let mut rest = raw;
-        while let Some(backslash) = rest.iter().position(|&b| b == b'\\') {
-            // the text between escapes is UTF-8: `string` checked, and escapes are ASCII
-            out.push_str(std::str::from_utf8(&rest[..backslash]).map_err(|_| lone())?);
-            let escape = rest[backslash + 1];
-            rest = &rest[backslash + 2..];
-            let simple = match escape {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                _ => {
-                    let unit = hex4(&rest[..4]);
-                    rest = &rest[4..];
-                    let code = match unit {
-                        0xd800..=0xdbff => {
-                            let low = match rest {
-                                [b'\\', b'u', a, b, c, d, ..] => hex4(&[*a, *b, *c, *d]),
-                                _ => return Err(lone()),
-                            };
-                            if !(0xdc00..=0xdfff).contains(&low) {
-                                return Err(lone());
-                            }
-                            rest = &rest[6..];
-                            0x1_0000 + ((u32::from(unit) - 0xd800) << 10) + (u32::from(low) - 0xdc00)
-                        }
-                        0xdc00..=0xdfff => return Err(lone()),
-                        unit => u32::from(unit),
-                    };
-                    char::from_u32(code).ok_or_else(lone)?
-                }
-            };
-            out.push(simple);
-        }
-        out.push_str(std::str::from_utf8(rest).map_err(|_| lone())?);
-        Ok(out)
     }
 }
 
-/// Decodes four hex digits (already checked by [`Scanner::escape`]).
+/// Checks that the number at `start..end`, in a field that is read, fits an `f64`:
+/// `serde_json` refuses one that does not when it deserializes it, so it is asked,
+/// and the limit is exactly its own (no real event has a number there).
+#[cold]
+fn check_range(body: &[u8], start: usize, end: usize) -> Result<(), Malformed> {
+    let text = std::str::from_utf8(&body[start..end]).unwrap_or_default();
+    match serde_json::from_str::<serde_json::Number>(text) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Malformed {
+            reason: "the number is out of range",
+            at: start,
+        }),
+    }
+}
+
+/// Decodes a string's escapes the way `serde_json` decodes a string it deserializes:
+/// a `\u` escape of a surrogate must be a high one followed by a low one.
+#[cold]
+fn unescape(body: &[u8], span: Span) -> Result<String, Malformed> {
+    let raw = &body[span.start..span.end];
+    let lone = || Malformed {
+        reason: "an unpaired surrogate in a `\\u` escape",
+        at: span.start,
+    };
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(backslash) = rest.iter().position(|&b| b == b'\\') {
+        // the text between escapes is UTF-8: `string_end` checked, and escapes are ASCII
+        out.push_str(std::str::from_utf8(&rest[..backslash]).map_err(|_| lone())?);
+        let escape = rest[backslash + 1];
+        rest = &rest[backslash + 2..];
+        let decoded = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => {
+                let unit = hex4(&rest[..4]);
+                rest = &rest[4..];
+                let code = match unit {
+                    0xd800..=0xdbff => {
+                        let low = match rest {
+                            [b'\\', b'u', a, b, c, d, ..] => hex4(&[*a, *b, *c, *d]),
+                            _ => return Err(lone()),
+                        };
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return Err(lone());
+                        }
+                        rest = &rest[6..];
+                        0x1_0000 + ((u32::from(unit) - 0xd800) << 10) + (u32::from(low) - 0xdc00)
+                    }
+                    0xdc00..=0xdfff => return Err(lone()),
+                    unit => u32::from(unit),
+                };
+                char::from_u32(code).ok_or_else(lone)?
+            }
+        };
+        out.push(decoded);
+    }
+    out.push_str(std::str::from_utf8(rest).map_err(|_| lone())?);
+    Ok(out)
+}
+
+/// Decodes four hex digits (already checked by [`escape`]).
 fn hex4(digits: &[u8]) -> u16 {
     digits.iter().fold(0, |n, &d| {
         let value = match d {

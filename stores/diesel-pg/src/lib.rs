@@ -17,7 +17,10 @@
 //!   `get`, `replay` and `stats` are the operator's view (also as `&dyn InboxAdmin`).
 //!   The raw body, the verified headers, the event type, the correlation id and the
 //!   signed timestamp are stored at receipt, so a worker's handler sees the same
-//!   [`Delivery`](hookbox_core::Delivery) an inline one would.
+//!   [`Delivery`](hookbox_core::Delivery) an inline one would. The headers are kept in
+//!   core's one lossless text form
+//!   ([`KeptHeaders::to_json`](hookbox_core::KeptHeaders::to_json)), the same as on
+//!   SQLite, so a value that is not UTF-8 reads back byte for byte.
 //! - [`VersionGuard`](hookbox_core::VersionGuard): per-object versions, in the claim's
 //!   transaction.
 //!

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Tally, TestSchema};
+use common::Tally;
 use hookbox_core::{DedupeKey, IdempotencyStore, Processed};
 use hookbox_diesel_pg::PgOptions;
 
@@ -72,7 +72,7 @@ async fn copies_racing_over_pooled_connections_apply_each_event_once() {
     assert_eq!(applied, EVENTS as u64, "every event applied once");
     assert_eq!(duplicates, ((COPIES - 1) * EVENTS) as u64);
     assert_eq!(
-        common::tally(&store).await,
+        common::tally(store).await,
         Tally {
             applications: EVENTS as i64,
             distinct: EVENTS as i64,
@@ -80,7 +80,7 @@ async fn copies_racing_over_pooled_connections_apply_each_event_once() {
         }
     );
     assert_eq!(
-        common::count(&store, "SELECT count(*) AS n FROM hookbox_processed_keys").await,
+        common::count(store, "SELECT count(*) AS n FROM hookbox_processed_keys").await,
         EVENTS as i64
     );
 }

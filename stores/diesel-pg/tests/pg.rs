@@ -84,7 +84,7 @@ async fn a_dropped_transaction_releases_its_key_at_once() {
     // closes the abandoned connection
     assert!(key_is_free(schema, &key).await);
     assert_eq!(
-        common::count(&store, "SELECT count(*) AS n FROM ledger").await,
+        common::count(store, "SELECT count(*) AS n FROM ledger").await,
         0
     );
 
@@ -224,7 +224,7 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
         .unwrap();
     assert_eq!(retried, Processed::Applied(()));
     assert_eq!(
-        common::count(&store, "SELECT balance AS n FROM ledger").await,
+        common::count(store, "SELECT balance AS n FROM ledger").await,
         100
     );
 
@@ -283,7 +283,7 @@ async fn headers_written_before_the_shared_codec_read_back_as_written() {
     };
     let store = &fixture.store;
     common::exec(
-        &store,
+        store,
         r#"INSERT INTO hookbox_inbox (source, provider, delivery_id, body, headers)
            VALUES ('conformance', 'standard', 'evt_old', '\x7b7d', '[["x-odd","café"],["x-lossy","caf�"]]')"#,
     )

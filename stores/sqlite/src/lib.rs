@@ -152,6 +152,10 @@
 //!   limit. A handler error rolls back to a savepoint and records the failure.
 //! - **Time.** Every timestamp is an `INTEGER` of unix microseconds (UTC): exact,
 //!   sortable, and the same for every process that opens the file.
+//! - **Headers.** The verified headers are kept in core's one text form
+//!   ([`KeptHeaders::to_json`](hookbox_core::KeptHeaders::to_json)), the same as
+//!   on PostgreSQL: readable for visible ASCII, base64 for any other byte, so every
+//!   value reads back byte for byte.
 //! - **Schema.** Embedded migrations, applied only by [`SqliteStore::migrate`];
 //!   tables are prefixed `hookbox_`.
 #![forbid(unsafe_code)]
