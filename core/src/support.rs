@@ -191,11 +191,42 @@ impl<'h, 's> Found<'h, 's> {
                 ));
             }
         };
-        let text = value.to_str().map_err(|_| {
-            VerifyError::malformed(self.spec.label, "contains bytes that are not visible ASCII")
-        })?;
+        let bytes = value.as_bytes();
+        let text = visible_ascii(bytes)
+            .then(|| std::str::from_utf8(bytes).ok())
+            .flatten()
+            .ok_or_else(|| {
+                VerifyError::malformed(self.spec.label, "contains bytes that are not visible ASCII")
+            })?;
         Ok((!text.is_empty()).then_some((value, text)))
     }
+}
+
+/// Returns `true` when every byte is visible ASCII or a tab, as
+/// [`HeaderValue::to_str`] requires: eight bytes at a time.
+fn visible_ascii(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // exact per-byte tests (no borrows cross bytes): the high bit of each byte is set
+    // where the byte is zero
+    let zero = |x: u64| !(((x & LOWS) + LOWS) | x) & HIGHS;
+    let invalid = |x: u64| {
+        // below 0x20: adding 0x60 to the low seven bits leaves the high bit clear
+        let control = !(((x & LOWS) + ONES * 0x60) | x) & HIGHS;
+        let tab = zero(x ^ (ONES * 0x09));
+        let delete = zero(x ^ (ONES * 0x7f));
+        (control & !tab) | delete | (x & HIGHS)
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let bad = chunks.by_ref().fold(0, |bad, chunk| {
+        bad | invalid(u64::from_le_bytes(chunk.try_into().expect("8 bytes")))
+    });
+    bad == 0
+        && chunks
+            .remainder()
+            .iter()
+            .all(|&b| (b' '..=b'~').contains(&b) || b == b'\t')
 }
 
 /// Finds every header of `specs` in one pass over `headers`.
@@ -384,6 +415,7 @@ pub struct MacText {
 
 impl MacText {
     /// Writes `mac` in `encoding`.
+    #[inline]
     pub fn encode(mac: &[u8; 32], encoding: MacEncoding) -> Self {
         let mut text = [0u8; 64];
         let len = match encoding {
@@ -421,6 +453,7 @@ impl std::fmt::Debug for MacText {
 }
 
 /// Writes the 64 lower-case hex digits of `mac`, four bytes at a time.
+#[inline]
 fn encode_lower_hex(mac: &[u8; 32], out: &mut [u8; 64]) {
     const LANES: u64 = 0x000f_000f_000f_000f;
     const BYTES: u64 = 0x0101_0101_0101_0101;
@@ -442,6 +475,7 @@ const BASE64_ALPHABET: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Writes `mac` as padded standard base64 (44 characters) and returns the length.
+#[inline]
 fn encode_base64(mac: &[u8; 32], out: &mut [u8; 64]) -> usize {
     let symbol = |n: u32, shift: u32| BASE64_ALPHABET[((n >> shift) & 63) as usize];
     let mut groups = mac.chunks_exact(3);
@@ -515,9 +549,8 @@ pub fn macs_equal(expected: &[u8], received: &[u8]) -> bool {
     if expected.len() != received.len() {
         return false;
     }
-    let word = |chunk: &[u8]| {
-        u64::from_le_bytes(chunk.try_into().expect("chunks_exact yields 8 bytes"))
-    };
+    let word =
+        |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().expect("chunks_exact yields 8 bytes"));
     let mut expected_words = expected.chunks_exact(8);
     let mut received_words = received.chunks_exact(8);
     let mut diff = expected_words
@@ -620,9 +653,7 @@ pub fn base64_spelling(text: &str, bytes: usize) -> Spelling {
 pub fn decode_base64_canonical<const N: usize>(text: &str) -> Result<[u8; N], Spelling> {
     let mut out = [0u8; N];
     // exactly the canonical length, so `decode_slice` needs no room to spare
-    if text.len() == 4 * N.div_ceil(3)
-        && BASE64_CANONICAL.decode_slice(text, &mut out) == Ok(N)
-    {
+    if text.len() == 4 * N.div_ceil(3) && BASE64_CANONICAL.decode_slice(text, &mut out) == Ok(N) {
         return Ok(out);
     }
     Err(match base64_spelling(text, N) {
@@ -715,13 +746,20 @@ mod tests {
     #[test]
     fn mac_text_is_the_canonical_spelling() {
         for seed in 0..=255u8 {
-            let mac: [u8; 32] = std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8 * 7));
+            let mac: [u8; 32] =
+                std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8 * 7));
             let hex = MacText::encode(&mac, MacEncoding::LowerHex);
             assert_eq!(hex.as_bytes(), hex_lower_reference(&mac).as_bytes());
             let b64 = MacText::encode(&mac, MacEncoding::Base64);
             assert_eq!(b64.as_bytes(), BASE64_CANONICAL.encode(mac).as_bytes());
-            assert_eq!(hex_spelling(std::str::from_utf8(hex.as_bytes()).unwrap(), 32), Spelling::Canonical);
-            assert_eq!(base64_spelling(std::str::from_utf8(b64.as_bytes()).unwrap(), 32), Spelling::Canonical);
+            assert_eq!(
+                hex_spelling(std::str::from_utf8(hex.as_bytes()).unwrap(), 32),
+                Spelling::Canonical
+            );
+            assert_eq!(
+                base64_spelling(std::str::from_utf8(b64.as_bytes()).unwrap(), 32),
+                Spelling::Canonical
+            );
         }
         let every_digit: [u8; 32] = std::array::from_fn(|i| (i as u8 % 8) * 0x22 + 0x01);
         let hex = MacText::encode(&every_digit, MacEncoding::LowerHex);
@@ -762,12 +800,27 @@ mod tests {
     fn hex_spellings() {
         let hex64 = "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
         assert_eq!(hex_spelling(hex64, 32), Spelling::Canonical);
-        assert!(matches!(hex_spelling(&hex64.to_uppercase(), 32), Spelling::NonCanonical(s) if s.contains("upper-case")));
+        assert!(
+            matches!(hex_spelling(&hex64.to_uppercase(), 32), Spelling::NonCanonical(s) if s.contains("upper-case"))
+        );
         let mixed = format!("{}{}", &hex64[..10].to_uppercase(), &hex64[10..]);
-        assert!(matches!(hex_spelling(&mixed, 32), Spelling::NonCanonical(_)));
-        assert_eq!(hex_spelling(&hex64[1..], 32), Spelling::Invalid, "odd length");
-        assert_eq!(hex_spelling(&hex64.replace('7', "g"), 32), Spelling::Invalid);
-        assert_eq!(hex_spelling(&hex64.replace('7', "\u{e9}")[..64], 32), Spelling::Invalid);
+        assert!(matches!(
+            hex_spelling(&mixed, 32),
+            Spelling::NonCanonical(_)
+        ));
+        assert_eq!(
+            hex_spelling(&hex64[1..], 32),
+            Spelling::Invalid,
+            "odd length"
+        );
+        assert_eq!(
+            hex_spelling(&hex64.replace('7', "g"), 32),
+            Spelling::Invalid
+        );
+        assert_eq!(
+            hex_spelling(&hex64.replace('7', "\u{e9}")[..64], 32),
+            Spelling::Invalid
+        );
         assert_eq!(hex_spelling("", 32), Spelling::Invalid);
     }
 
@@ -775,13 +828,25 @@ mod tests {
     fn base64_spellings() {
         assert_eq!(base64_spelling(GOOD_B64, 32), Spelling::Canonical);
         let unpadded = GOOD_B64.trim_end_matches('=');
-        assert!(matches!(base64_spelling(unpadded, 32), Spelling::NonCanonical(s) if s.contains("padding")));
+        assert!(
+            matches!(base64_spelling(unpadded, 32), Spelling::NonCanonical(s) if s.contains("padding"))
+        );
         // `E` is 0b000100; `F` sets the lowest bit, which 32 bytes leave unused
         let trailing = GOOD_B64.replace("1OE=", "1OF=");
-        assert!(matches!(base64_spelling(&trailing, 32), Spelling::NonCanonical(s) if s.contains("trailing bits")));
+        assert!(
+            matches!(base64_spelling(&trailing, 32), Spelling::NonCanonical(s) if s.contains("trailing bits"))
+        );
         let url_safe = GOOD_B64.replace('+', "-").replace('/', "_");
-        assert!(matches!(base64_spelling(&url_safe, 32), Spelling::NonCanonical(s) if s.contains("URL-safe")));
-        for invalid in ["", "not base64!", "YWJj", &"A".repeat(10_000), &format!("{GOOD_B64}AAAA")] {
+        assert!(
+            matches!(base64_spelling(&url_safe, 32), Spelling::NonCanonical(s) if s.contains("URL-safe"))
+        );
+        for invalid in [
+            "",
+            "not base64!",
+            "YWJj",
+            &"A".repeat(10_000),
+            &format!("{GOOD_B64}AAAA"),
+        ] {
             assert_eq!(base64_spelling(invalid, 32), Spelling::Invalid, "{invalid}");
         }
     }
@@ -794,7 +859,10 @@ mod tests {
             decode_base64_canonical::<32>(GOOD_B64.trim_end_matches('=')),
             Err(Spelling::NonCanonical(_))
         ));
-        assert_eq!(decode_base64_canonical::<64>(GOOD_B64), Err(Spelling::Invalid));
+        assert_eq!(
+            decode_base64_canonical::<64>(GOOD_B64),
+            Err(Spelling::Invalid)
+        );
         let sig = BASE64_CANONICAL.encode([7u8; 64]);
         assert_eq!(decode_base64_canonical::<64>(&sig), Ok([7u8; 64]));
         assert!(matches!(
@@ -811,11 +879,28 @@ mod tests {
         let new = std::str::from_utf8(new.as_bytes()).unwrap().to_string();
         let other = "0".repeat(64);
         let sigs = [other.as_str(), new.as_str()];
-        assert!(any_key_matches(&keys, &parts, MacEncoding::LowerHex, || sigs.iter().copied()));
-        assert!(!any_key_matches(&keys[..1], &parts, MacEncoding::LowerHex, || sigs.iter().copied()));
-        assert!(!any_key_matches(&keys, &parts, MacEncoding::Base64, || sigs.iter().copied()));
+        assert!(any_key_matches(
+            &keys,
+            &parts,
+            MacEncoding::LowerHex,
+            || sigs.iter().copied()
+        ));
+        assert!(!any_key_matches(
+            &keys[..1],
+            &parts,
+            MacEncoding::LowerHex,
+            || sigs.iter().copied()
+        ));
+        assert!(!any_key_matches(&keys, &parts, MacEncoding::Base64, || {
+            sigs.iter().copied()
+        }));
         let upper = new.to_uppercase();
-        assert!(!any_key_matches(&keys, &parts, MacEncoding::LowerHex, || std::iter::once(upper.as_str())));
+        assert!(!any_key_matches(
+            &keys,
+            &parts,
+            MacEncoding::LowerHex,
+            || std::iter::once(upper.as_str())
+        ));
     }
 
     #[test]
@@ -869,6 +954,23 @@ mod tests {
     }
 
     #[test]
+    fn the_visible_ascii_check_is_http_s() {
+        let mut samples: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for b in 0..=255u8 {
+            for at in [0, 5, 7, 8, 9, 15, 16, 20] {
+                let mut value = b"sha256=0123456789abcdef0123".to_vec();
+                value[at] = b;
+                samples.push(value);
+            }
+        }
+        for value in samples {
+            if let Ok(header) = HeaderValue::from_bytes(&value) {
+                assert_eq!(visible_ascii(&value), header.to_str().is_ok(), "{value:?}");
+            }
+        }
+    }
+
+    #[test]
     fn a_scan_finds_what_lookups_find() {
         static A: HeaderSpec = HeaderSpec::new("X-A", "x-a");
         static B: HeaderSpec = HeaderSpec::new("X-Bb", "x-bb");
@@ -885,9 +987,15 @@ mod tests {
         headers.append("x-cc", "4".parse().unwrap());
         headers.insert("content-type", "application/json".parse().unwrap());
         headers.insert("x-dd", "5".parse().unwrap());
-        headers.insert(HeaderName::from_bytes(long.as_bytes()).unwrap(), "6".parse().unwrap());
+        headers.insert(
+            HeaderName::from_bytes(long.as_bytes()).unwrap(),
+            "6".parse().unwrap(),
+        );
         let other = format!("x-{}", "m".repeat(200));
-        headers.insert(HeaderName::from_bytes(other.as_bytes()).unwrap(), "7".parse().unwrap());
+        headers.insert(
+            HeaderName::from_bytes(other.as_bytes()).unwrap(),
+            "7".parse().unwrap(),
+        );
         let [a, b, c, found_long] = scan(&headers, [&A, &B, &C, &l]);
         for (found, spec) in [(a, &A), (b, &B), (c, &C), (found_long, &l)] {
             assert_eq!(found.get(), spec.get(&headers), "{}", spec.label());
@@ -900,7 +1008,9 @@ mod tests {
         let mut kept = KeptHeaders::default();
         let z = HeaderSpec::new("X-Z", "x-z");
         let [missing, present] = scan(&headers, [&z, &A]);
-        let (spec, value) = first_found(&[missing, present], &mut kept).unwrap().unwrap();
+        let (spec, value) = first_found(&[missing, present], &mut kept)
+            .unwrap()
+            .unwrap();
         assert_eq!((spec.label(), value), ("X-A", "1"));
         assert_eq!(kept.len(), 1);
     }

@@ -13,7 +13,11 @@
 //! you should redeliver missed webhooks once your server is back up". A receiver that
 //! answers 5xx must arrange that redelivery itself.
 //!
-//! The legacy SHA-1 header `X-Hub-Signature` is ignored.
+//! The legacy SHA-1 header `X-Hub-Signature` is ignored. The signature is compared as
+//! `sha256=<lower-case hex>` text, as `@octokit/webhooks-methods` compares it: the
+//! same MAC in upper- or mixed-case hex is a [`VerifyError::SignatureMismatch`] whose
+//! hint says so, a value that is not 64 hex digits is a
+//! [`VerifyError::MalformedHeader`].
 //!
 //! # Examples
 //! GitHub's own documentation example verifies:
@@ -54,8 +58,8 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch,
-    hex_spelling, non_canonical_hint, scan, text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch, hex_spelling,
+    non_canonical_hint, scan, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -136,8 +140,15 @@ impl Provider for GitHub {
         _now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         self.options.check_body(&body)?;
-        let [signature, delivery, event, hook_id] =
-            scan(headers, [&SIGNATURE_HEADER, &DELIVERY_HEADER, &EVENT_HEADER, &HOOK_ID_HEADER]);
+        let [signature, delivery, event, hook_id] = scan(
+            headers,
+            [
+                &SIGNATURE_HEADER,
+                &DELIVERY_HEADER,
+                &EVENT_HEADER,
+                &HOOK_ID_HEADER,
+            ],
+        );
         let mut kept = KeptHeaders::with_capacity(4);
         let signature = signature.take_required(&mut kept)?;
         let delivery_id = delivery.take_required(&mut kept)?;

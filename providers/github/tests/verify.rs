@@ -70,20 +70,29 @@ fn header_names_are_case_insensitive_and_values_lower_case_hex_only() {
         verify(&github, &headers, DOC_BODY.as_bytes())
     };
     // the name in any case
-    assert_eq!(kind(with_signature("X-HUB-SIGNATURE-256", DOC_SIGNATURE)), "ok");
+    assert_eq!(
+        kind(with_signature("X-HUB-SIGNATURE-256", DOC_SIGNATURE)),
+        "ok"
+    );
     // the value only as GitHub writes it: octokit/webhooks-methods compares the
     // `sha256=<lower-case hex>` text (src/node/verify.ts), so upper- or mixed-case hex
     // is a signature that does not match
     let hex = DOC_SIGNATURE.trim_start_matches("sha256=");
     let mixed = format!("{}{}", &hex[..10].to_uppercase(), &hex[10..]);
-    for value in [format!("sha256={}", hex.to_uppercase()), format!("sha256={mixed}")] {
+    for value in [
+        format!("sha256={}", hex.to_uppercase()),
+        format!("sha256={mixed}"),
+    ] {
         let err = with_signature("x-hub-signature-256", &value).unwrap_err();
         assert_eq!(err.kind(), "signature_mismatch", "{value}");
         assert!(err.to_string().contains("upper-case hex"), "{err}");
     }
     // so is an upper-case scheme prefix: there is no `sha256=` then
     assert_eq!(
-        kind(with_signature("x-hub-signature-256", &DOC_SIGNATURE.to_uppercase())),
+        kind(with_signature(
+            "x-hub-signature-256",
+            &DOC_SIGNATURE.to_uppercase()
+        )),
         "malformed_header"
     );
 }

@@ -15,6 +15,11 @@
 //! `X-Shopify-*` names and the unprefixed `shopify-*` names of the newer Events
 //! deliveries. When a delivery carries both, the classic one is used.
 //!
+//! The HMAC is compared as canonical base64 text (standard alphabet, `=` padding),
+//! as Shopify's libraries compare it: the same MAC unpadded, URL-safe or with
+//! non-zero trailing bits is a [`VerifyError::SignatureMismatch`] whose hint says so;
+//! a value that is not base64 of 32 bytes is a [`VerifyError::MalformedHeader`].
+//!
 //! # Deduplicate on the webhook id, not the event id
 //! With two subscriptions to one topic, each delivery has its own
 //! `X-Shopify-Webhook-Id` but both share one `X-Shopify-Event-Id`. Deduplicating on the
@@ -233,8 +238,8 @@ impl Provider for Shopify {
         let mut kept = KeptHeaders::with_capacity(7);
         let (hmac_spec, hmac) =
             either(hmac, hmac_e, &mut kept)?.ok_or_else(|| CLASSIC.hmac.missing())?;
-        let (_, webhook_id) =
-            either(webhook_id, webhook_id_e, &mut kept)?.ok_or_else(|| CLASSIC.webhook_id.missing())?;
+        let (_, webhook_id) = either(webhook_id, webhook_id_e, &mut kept)?
+            .ok_or_else(|| CLASSIC.webhook_id.missing())?;
         let text = |found: Option<(&HeaderSpec, &str)>| found.map(|(_, text)| text.to_owned());
         let event_id = text(either(event_id, event_id_e, &mut kept)?);
         let shop_domain = text(either(shop_domain, shop_domain_e, &mut kept)?);
@@ -256,11 +261,9 @@ impl Provider for Shopify {
                         "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
                     ));
                 }
-                Spelling::NonCanonical(spelling) => non_canonical_hint(
-                    "Shopify",
-                    spelling,
-                    "standard base64 with its `=` padding",
-                ),
+                Spelling::NonCanonical(spelling) => {
+                    non_canonical_hint("Shopify", spelling, "standard base64 with its `=` padding")
+                }
                 Spelling::Canonical => diagnose_mismatch(&self.secrets, &body, |secret, body| {
                     let key = HmacKey::new(secret.as_bytes());
                     any_key_matches(&[key], &[body], MacEncoding::Base64, received)

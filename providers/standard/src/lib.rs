@@ -14,6 +14,13 @@
 //! A secret without the `whsec_` prefix is base64-decoded whole, as the official
 //! libraries do. The body is never parsed to verify, so deliveries carry no event type.
 //!
+//! Signatures must be canonical base64 (standard alphabet, `=` padding, zero trailing
+//! bits): `v1` is compared as text, as the official libraries do, and `v1a` is
+//! decoded only from that spelling. Another spelling of a signature never matches
+//! (a [`VerifyError::SignatureMismatch`](hookbox_core::VerifyError::SignatureMismatch) whose hint names the spelling); text that is
+//! no signature in any spelling is skipped, and a list of nothing else is a
+//! [`VerifyError::MalformedHeader`](hookbox_core::VerifyError::MalformedHeader).
+//!
 //! Svix sends the same scheme under `svix-*` header names. Everything that differs
 //! between senders (header names, retention, whether `v1a` is accepted) is data in a
 //! [`Scheme`]: [`Standard::with_scheme`] and [`StandardSigner::with_scheme`] take one,

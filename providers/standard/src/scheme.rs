@@ -101,16 +101,16 @@ impl Scheme {
         match specs.clone().next() {
             None => split(&[]),
             Some(first) if total <= INLINE_SPELLINGS => {
-                let mut found = [Found::absent(*first); INLINE_SPELLINGS];
+                let mut found = [Found::absent(first); INLINE_SPELLINGS];
                 for (slot, spec) in found.iter_mut().zip(specs) {
-                    *slot = Found::absent(*spec);
+                    *slot = Found::absent(spec);
                 }
                 scan_into(headers, &mut found[..total]);
                 split(&found[..total])
             }
             Some(_) => {
                 // a scheme of many spellings: one heap buffer rather than a limit
-                let mut found: Vec<_> = specs.map(|spec| Found::absent(*spec)).collect();
+                let mut found: Vec<_> = specs.map(|spec| Found::absent(spec)).collect();
                 scan_into(headers, &mut found);
                 split(&found)
             }

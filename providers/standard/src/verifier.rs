@@ -12,8 +12,8 @@ use hookbox_core::{
 };
 
 use crate::keys::{Key, Role, VerifyKeys, decode};
-use crate::signature::{self, Received, Spellings};
 use crate::scheme::Present;
+use crate::signature::{self, Received, Spellings};
 use crate::{SCHEME, Scheme, scheme};
 
 /// Verifies Standard Webhooks deliveries (or, built [`with_scheme`](Standard::with_scheme),
@@ -79,14 +79,15 @@ impl Standard {
         if received.v1a.is_empty() && self.keys.hmac.is_empty() {
             return "the list holds only `v1` (HMAC) signatures and no `whsec_` secret is configured; add the endpoint's `whsec_` secret".to_string();
         }
-        if let Some(spelling) = spellings.non_canonical {
-            if !spellings.v1_canonical && received.v1a.is_empty() {
-                return non_canonical_hint(
-                    self.scheme.name,
-                    spelling,
-                    "standard base64 with its `=` padding",
-                );
-            }
+        if let Some(spelling) = spellings.non_canonical
+            && !spellings.v1_canonical
+            && received.v1a.is_empty()
+        {
+            return non_canonical_hint(
+                self.scheme.name,
+                spelling,
+                "standard base64 with its `=` padding",
+            );
         }
         // a secret with whitespace never gets here (it is an InvalidSecret when the
         // provider is built), so the hint is about the body or the wrong secret
@@ -176,8 +177,7 @@ impl Standard {
 
         if !matches(&self.keys, &received, id.value, timestamp.value, &body) {
             let spellings = signature::check_spellings(label, &received, self.scheme.ed25519)?;
-            let hint =
-                self.mismatch_hint(&received, spellings, id.value, timestamp.value, &body);
+            let hint = self.mismatch_hint(&received, spellings, id.value, timestamp.value, &body);
             return Err(VerifyError::SignatureMismatch { hint });
         }
         let signed_at = self.options.check_timestamp(signed_unix, now)?;

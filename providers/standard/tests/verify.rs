@@ -736,7 +736,10 @@ fn only_canonical_base64_matches_as_in_the_official_libraries() {
         assert!(error.to_string().contains(spelling), "{list}: {error}");
         // beside the canonical entry it changes nothing
         let both = format!("{list} {V1}");
-        assert!(verify(&provider, &published(&both), BODY, TS).is_ok(), "{both}");
+        assert!(
+            verify(&provider, &published(&both), BODY, TS).is_ok(),
+            "{both}"
+        );
     }
     // `v1a` (ed25519) signatures follow the same rule
     let sig = V1A.trim_start_matches("v1a,");

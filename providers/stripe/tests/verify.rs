@@ -219,12 +219,22 @@ fn upper_case_hex_is_a_mismatch_as_in_stripes_libraries() {
         assert!(err.to_string().contains("upper-case hex"), "{err}");
         // beside the canonical spelling it changes nothing
         assert_eq!(
-            kind(verify_at(&stripe, &header(&format!("t={T},v1={sig},v1={SIG}")), body, T)),
+            kind(verify_at(
+                &stripe,
+                &header(&format!("t={T},v1={sig},v1={SIG}")),
+                body,
+                T
+            )),
             "ok"
         );
         // beside another canonical signature, the usual diagnosis applies
-        let err = verify_at(&stripe, &header(&format!("t={T},v1={sig},v1={NEW_SIG}")), body, T)
-            .unwrap_err();
+        let err = verify_at(
+            &stripe,
+            &header(&format!("t={T},v1={sig},v1={NEW_SIG}")),
+            body,
+            T,
+        )
+        .unwrap_err();
         assert_eq!(err.kind(), "signature_mismatch");
         assert!(err.to_string().contains("no configured secret"), "{err}");
     }

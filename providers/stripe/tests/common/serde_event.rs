@@ -181,4 +181,3 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
         visit_str(&str)
     );
 }
-
