@@ -30,7 +30,8 @@ use hookbox_axum::{Webhook, axum};
 use hookbox_cli::store::Location;
 use hookbox_core::http::Uri;
 use hookbox_core::{
-    Inbox, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, run_worker,
+    Inbox, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, error_chain,
+    run_worker,
 };
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
@@ -118,7 +119,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode, UsageError> {
             }
         }
         Err(err) => {
-            eprintln!("error: {}", describe(&*err));
+            eprintln!("error: {}", error_chain(&*err));
             ExitCode::FAILURE
         }
     })
@@ -502,16 +503,4 @@ impl Progress {
         self.applied.finish_and_clear();
         let _ = self.bars.clear();
     }
-}
-
-/// An error with its causes, on one line.
-fn describe(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -15,9 +15,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinSet;
 
 use super::db::{self, Schema};
+use super::options::PgSimOptions;
 use super::worker::{CrashDesign, WORKER_SUBCOMMAND, WORKER_URL_ENV};
-use super::{CrashRow, PgSimOptions, pg_err};
-use crate::{N_ACCOUNTS, keyed};
+use crate::error::failed;
+use crate::seed::{N_ACCOUNTS, keyed};
+use crate::table::CrashRow;
 
 /// The script's crash test size.
 pub(super) const N_EVENTS: usize = 2000;
@@ -252,7 +254,7 @@ pub(super) async fn run(
     let mut conn = store
         .connection()
         .await
-        .map_err(|e| pg_err("taking a connection", &e))?;
+        .map_err(|e| failed("taking a connection", &e))?;
     let applied = db::count(
         &mut conn,
         "SELECT count(DISTINCT event_id) AS n FROM applied",

@@ -14,8 +14,10 @@ use hookbox_diesel_pg::diesel_async::{
 };
 use hookbox_diesel_pg::{PgOptions, PgStore};
 
-use super::pg_err;
-use crate::{Event, Kind, N_ACCOUNTS};
+use crate::error::failed;
+use crate::schema::{accounts, applied, processed_events};
+use crate::seed::{Event, Kind, N_ACCOUNTS};
+use crate::table::EndRows;
 
 /// The script's `freshDb` tables, in Postgres types (`BIGINT` where SQLite's
 /// `INTEGER` holds 64 bits).
@@ -69,7 +71,7 @@ impl Schemas {
         let mut conn = establish(&self.url).await?;
         conn.batch_execute(&format!("CREATE SCHEMA \"{name}\""))
             .await
-            .map_err(|e| pg_err("creating the schema", &e))?;
+            .map_err(|e| failed("creating the schema", &e))?;
         lock(&self.created).push(name.clone());
         conn.batch_execute(&format!(
             "SET search_path TO \"{name}\"; {TABLES}
@@ -77,7 +79,7 @@ impl Schemas {
             N_ACCOUNTS - 1
         ))
         .await
-        .map_err(|e| pg_err("creating the sim's tables", &e))?;
+        .map_err(|e| failed("creating the sim's tables", &e))?;
         let schema = Schema {
             name,
             url: self.url.clone(),
@@ -86,7 +88,7 @@ impl Schemas {
         store
             .migrate()
             .await
-            .map_err(|e| pg_err("migrating the hookbox tables", &e))?;
+            .map_err(|e| failed("migrating the hookbox tables", &e))?;
         Ok(schema)
     }
 
@@ -101,7 +103,7 @@ impl Schemas {
         for name in names {
             conn.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
                 .await
-                .map_err(|e| pg_err(&format!("dropping schema {name}"), &e))?;
+                .map_err(|e| failed(&format!("dropping schema {name}"), &e))?;
         }
         Ok(t0.elapsed())
     }
@@ -146,14 +148,14 @@ impl Schema {
                 .max_connections(connections),
         )
         .await
-        .map_err(|e| pg_err("connecting to postgres", &e))
+        .map_err(|e| failed("connecting to postgres", &e))
     }
 }
 
 async fn establish(url: &str) -> io::Result<AsyncPgConnection> {
     AsyncPgConnection::establish(url)
         .await
-        .map_err(|e| pg_err("connecting to postgres", &e))
+        .map_err(|e| failed("connecting to postgres", &e))
 }
 
 /// The server's `server_version`, for the header.
@@ -168,7 +170,7 @@ pub(super) async fn server_version(url: &str) -> io::Result<String> {
         .get_result::<V>(&mut conn)
         .await
         .map(|v| v.server_version)
-        .map_err(|e| pg_err("reading the server version", &e))
+        .map_err(|e| failed("reading the server version", &e))
 }
 
 #[derive(QueryableByName)]
@@ -176,34 +178,6 @@ struct Count {
     #[diesel(sql_type = BigInt)]
     n: i64,
 }
-
-/// The script's tables for diesel's query builder: unlike `sql_query`, its statements
-/// are prepared once per connection and cached, one round trip each afterwards.
-mod tables {
-    hookbox_diesel_pg::diesel::table! {
-        accounts (id) {
-            id -> Integer,
-            credits -> BigInt,
-            plan -> Nullable<Text>,
-            plan_version -> BigInt,
-            plan_created -> BigInt,
-        }
-    }
-    hookbox_diesel_pg::diesel::table! {
-        processed_events (event_id) {
-            event_id -> Text,
-        }
-    }
-    hookbox_diesel_pg::diesel::table! {
-        // no primary key in the script's schema; only ever inserted into by the
-        // query builder, so the declared key is never used
-        applied (event_id) {
-            event_id -> Text,
-        }
-    }
-}
-
-use tables::{accounts, applied, processed_events};
 
 /// `s.credit` and `s.applied`: the credit side effect.
 pub(super) async fn credit(conn: &mut AsyncPgConnection, id: &str, acct: i32) -> QueryResult<()> {
@@ -273,17 +247,8 @@ pub(super) async fn apply_in_tx(conn: &mut AsyncPgConnection, e: &Event) -> Quer
         .await
 }
 
-/// What a schema's rows say at the end of a run.
-pub(super) struct Rows {
-    /// `(event_id, count)` per applied event.
-    pub(super) applied: Vec<(String, i64)>,
-    /// Each account's `plan_version`, by id.
-    pub(super) plan_versions: Vec<(i32, i64)>,
-    /// `sum(credits)`.
-    pub(super) ledger: i64,
-}
-
-pub(super) async fn rows(conn: &mut AsyncPgConnection) -> io::Result<Rows> {
+/// What the schema holds at the end of a handler's run, for its table row.
+pub(super) async fn end_rows(conn: &mut AsyncPgConnection) -> io::Result<EndRows> {
     #[derive(QueryableByName)]
     struct Applied {
         #[diesel(sql_type = Text)]
@@ -302,12 +267,12 @@ pub(super) async fn rows(conn: &mut AsyncPgConnection) -> io::Result<Rows> {
         diesel::sql_query("SELECT event_id, count(*) AS c FROM applied GROUP BY event_id")
             .load::<Applied>(conn)
             .await
-            .map_err(|e| pg_err("counting applies", &e))?;
+            .map_err(|e| failed("counting applies", &e))?;
     let accounts = diesel::sql_query("SELECT id, plan_version FROM accounts")
         .load::<Acct>(conn)
         .await
-        .map_err(|e| pg_err("reading the accounts", &e))?;
-    Ok(Rows {
+        .map_err(|e| failed("reading the accounts", &e))?;
+    Ok(EndRows {
         applied: applied.into_iter().map(|r| (r.event_id, r.c)).collect(),
         plan_versions: accounts
             .into_iter()
@@ -329,7 +294,7 @@ pub(super) async fn ledger(conn: &mut AsyncPgConnection) -> io::Result<i64> {
         .get_result::<Sum>(conn)
         .await
         .map(|s| s.s.unwrap_or(0))
-        .map_err(|e| pg_err("summing the ledger", &e))
+        .map_err(|e| failed("summing the ledger", &e))
 }
 
 /// Runs `SELECT … AS n` returning one BIGINT.
@@ -338,5 +303,5 @@ pub(super) async fn count(conn: &mut AsyncPgConnection, sql: &str) -> io::Result
         .get_result::<Count>(conn)
         .await
         .map(|c| c.n)
-        .map_err(|e| pg_err("counting rows", &e))
+        .map_err(|e| failed("counting rows", &e))
 }

@@ -22,8 +22,10 @@ use hookbox_diesel_pg::{PgError, PgStore, PooledConnection};
 use tokio::task::JoinSet;
 
 use super::db::{self, Schema};
-use super::{HandlerRow, PgSimOptions, Stream, pg_err};
-use crate::{Event, Kind, P_ACK_LOST, keyed};
+use super::options::PgSimOptions;
+use crate::error::failed;
+use crate::seed::{Event, Group, Kind, Stream, enqueue, retry};
+use crate::table::{HandlerRow, Sent};
 
 /// A delivery that keeps failing this often stops the run: something other than the
 /// race is wrong (the server, the schema).
@@ -66,14 +68,6 @@ impl Handler {
     }
 }
 
-/// One delivery: a copy of a group, or a retry.
-#[derive(Clone)]
-struct QItem {
-    at: f64,
-    event: usize,
-    copies: u32,
-}
-
 /// A worker: for (b) the connection it keeps for the whole run; (c)/(d) take one
 /// from the store's pool per delivery (the pool has one per worker).
 struct Worker {
@@ -103,25 +97,17 @@ pub(super) async fn replay(
                 store
                     .connection()
                     .await
-                    .map_err(|e| pg_err("taking a worker's connection", &e))?,
+                    .map_err(|e| failed("taking a worker's connection", &e))?,
             ),
             Handler::Atomic | Handler::VersionGuard => None,
         };
         idle.push(Worker { conn });
     }
 
-    let mut queue: VecDeque<QItem> = stream
-        .groups
-        .iter()
-        .map(|g| QItem {
-            at: g.at,
-            event: g.event,
-            copies: g.copies,
-        })
-        .collect();
+    let mut queue: VecDeque<Group> = stream.groups.iter().cloned().collect();
     let mut attempts: HashMap<usize, u32> = HashMap::new();
     let (mut deliveries, mut errors, mut stale_writes) = (0u64, 0u64, 0u64);
-    let mut running: JoinSet<(Worker, QItem, u32, io::Result<Answer>)> = JoinSet::new();
+    let mut running: JoinSet<(Worker, Group, u32, io::Result<Answer>)> = JoinSet::new();
     loop {
         // start every group at the head that has enough idle workers, in time order
         while queue
@@ -160,13 +146,11 @@ pub(super) async fn replay(
         if answer.stale {
             stale_writes += 1;
         }
-        let e = &events[g.event];
-        let retry_at = || g.at + 5.0 + keyed(&[&e.id, &n, &"retryAt"]) * 200.0;
         if answer.status >= 500 {
             errors += 1;
-            enqueue(&mut queue, retry_at(), g.event);
-        } else if keyed(&[&e.id, &n, &"ackLost"]) < P_ACK_LOST {
-            enqueue(&mut queue, retry_at(), g.event);
+        }
+        if let Some(retry) = retry(&g, &events[g.event], n, answer.status) {
+            enqueue(&mut queue, retry);
         }
     }
     drop(idle);
@@ -174,30 +158,14 @@ pub(super) async fn replay(
     let mut conn = store
         .connection()
         .await
-        .map_err(|e| pg_err("taking a connection", &e))?;
-    let rows = db::rows(&mut conn).await?;
-    Ok(tally(
-        handler,
-        stream,
-        rows,
+        .map_err(|e| failed("taking a connection", &e))?;
+    let end = db::end_rows(&mut conn).await?;
+    let sent = Sent {
         deliveries,
         errors,
         stale_writes,
-    ))
-}
-
-/// Inserts a retry before the first queued delivery that is due later, as the
-/// script's `enqueue` does.
-fn enqueue(queue: &mut VecDeque<QItem>, at: f64, event: usize) {
-    let i = queue.iter().position(|q| q.at > at).unwrap_or(queue.len());
-    queue.insert(
-        i,
-        QItem {
-            at,
-            event,
-            copies: 1,
-        },
-    );
+    };
+    Ok(HandlerRow::count(handler.name(), stream, sent, &end))
 }
 
 /// Runs one delivery through `handler`.
@@ -230,7 +198,7 @@ async fn check_then_insert(
     e: &Event,
     io_delay: Duration,
 ) -> io::Result<Answer> {
-    let failed = |err: DieselError| pg_err("(b) check-then-insert", &err);
+    let failed = |err: DieselError| failed("(b) check-then-insert", &err);
     if db::seen(conn, &e.id).await.map_err(failed)? {
         return Ok(Answer {
             status: 200,
@@ -272,11 +240,11 @@ async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<A
                 stale: false,
             });
         }
-        Err(ProcessError::Store(err)) => (err.is_transient(), pg_err("process_once", &err)),
+        Err(ProcessError::Store(err)) => (err.is_transient(), failed("process_once", &err)),
         Err(ProcessError::SideEffect(err)) => (
             err.downcast_ref::<PgError>()
                 .is_some_and(|err| err.is_transient()),
-            pg_err("process_once", err.as_error()),
+            failed("process_once", err.as_error()),
         ),
     };
     if transient {
@@ -287,52 +255,5 @@ async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<A
         })
     } else {
         Err(err)
-    }
-}
-
-/// The table row, counted as the script counts it: from the applied log, the
-/// accounts and the ledger.
-fn tally(
-    handler: Handler,
-    stream: &Stream,
-    rows: db::Rows,
-    deliveries: u64,
-    errors: u64,
-    stale_writes: u64,
-) -> HandlerRow {
-    let applied: HashMap<String, i64> = rows.applied.into_iter().collect();
-    let (mut dup_events, mut dup_applies, mut lost) = (0, 0, 0);
-    let credits = stream.events.iter().filter(|e| e.kind == Kind::Credit);
-    let mut n_credit = 0i64;
-    for e in credits {
-        n_credit += 1;
-        let c = applied.get(&e.id).copied().unwrap_or(0);
-        if c == 0 {
-            lost += 1;
-        }
-        if c > 1 {
-            dup_events += 1;
-            dup_applies += c - 1;
-        }
-    }
-    let stale = rows
-        .plan_versions
-        .iter()
-        .filter(|(id, version)| {
-            let latest = stream.latest_plan[*id as usize];
-            latest > 0 && *version != latest
-        })
-        .count() as u64;
-    HandlerRow {
-        name: handler.name(),
-        deliveries,
-        errors,
-        dup_events,
-        dup_applies,
-        lost,
-        stale_writes,
-        stale,
-        ledger: rows.ledger,
-        expected: n_credit * 100,
     }
 }

@@ -28,93 +28,22 @@
 mod crash;
 mod db;
 mod handlers;
+mod options;
 mod worker;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub use options::{DEFAULT_IO_DELAY, DEFAULT_WORKERS, PgSimOptions};
 pub use worker::{CrashDesign, WORKER_SUBCOMMAND, WORKER_URL_ENV, run_worker};
 
-pub(crate) use crate::{CrashRow, HandlerRow};
-use crate::{
-    Event, Kind, N_ACCOUNTS, N_EVENTS, P_ACK_LOST, P_CONCURRENT, P_DUPLICATE, P_SHUFFLE, SEED,
-    SHUFFLE_WINDOW, make_events, make_groups, write_crash_header, write_crash_row,
-    write_handler_header, write_handler_row,
+use crate::seed::{
+    Kind, N_ACCOUNTS, N_EVENTS, P_ACK_LOST, P_CONCURRENT, P_DUPLICATE, P_SHUFFLE, SEED,
+    SHUFFLE_WINDOW, Stream,
 };
+use crate::table::{write_crash_header, write_crash_row, write_handler_header, write_handler_row};
 use db::Schemas;
 use handlers::Handler;
-
-/// The default pause at the script's `await io()`: long enough that two copies
-/// dispatched together both finish their check before either writes, as when a real
-/// receiver parses, verifies or calls out between the two.
-pub const DEFAULT_IO_DELAY: Duration = Duration::from_millis(1);
-
-/// The default number of concurrent workers.
-pub const DEFAULT_WORKERS: usize = 4;
-
-/// How [`run`] replays the stream on Postgres.
-#[derive(Debug, Clone)]
-pub struct PgSimOptions {
-    /// The server, `postgres://user[:password]@host[:port]/database`. Each handler and
-    /// crash design gets a fresh schema there, dropped at the end.
-    pub url: String,
-    /// Concurrent workers (at least 2, so that concurrent copies can meet): tasks with
-    /// a connection each for the handlers, processes for the crash test.
-    pub workers: usize,
-    /// The pause at the script's `await io()`: in (b) between the check and the
-    /// write, in (c)/(d) before the transaction (never inside it).
-    pub io_delay: Duration,
-    /// The binary that serves as a crash-test worker when run as
-    /// `<worker_exe> sim-worker …` (see [`run_worker`]); the CLI passes itself.
-    pub worker_exe: PathBuf,
-    /// Replays only the first `n` events of the stream (and of the crash test's
-    /// 2,000), for a quick run in tests; `None` replays everything.
-    pub events: Option<usize>,
-}
-
-impl PgSimOptions {
-    /// Options with the defaults: [`DEFAULT_WORKERS`], [`DEFAULT_IO_DELAY`], the
-    /// whole stream.
-    pub fn new(url: impl Into<String>, worker_exe: impl Into<PathBuf>) -> Self {
-        Self {
-            url: url.into(),
-            workers: DEFAULT_WORKERS,
-            io_delay: DEFAULT_IO_DELAY,
-            worker_exe: worker_exe.into(),
-            events: None,
-        }
-    }
-}
-
-/// The events and delivery stream one run replays (a prefix of the seed's when
-/// [`PgSimOptions::events`] is set).
-pub(crate) struct Stream {
-    pub(crate) events: Vec<Event>,
-    pub(crate) groups: Vec<crate::Group>,
-    /// Each account's latest plan version among `events`.
-    pub(crate) latest_plan: Vec<i64>,
-}
-
-impl Stream {
-    fn new(limit: usize) -> Self {
-        let (mut events, _) = make_events();
-        events.truncate(limit);
-        // each event's groups are drawn from its own keys, so the prefix's stream is
-        // the full stream without the later events' groups
-        let groups = make_groups(&events);
-        let mut latest_plan = vec![0i64; N_ACCOUNTS];
-        for e in events.iter().filter(|e| e.kind == Kind::Plan) {
-            let latest = &mut latest_plan[e.acct as usize];
-            *latest = (*latest).max(e.version);
-        }
-        Self {
-            events,
-            groups,
-            latest_plan,
-        }
-    }
-}
 
 /// Replays the stream on Postgres and prints a header, the handler table and the
 /// crash table, with the same columns and layout as the single-process run.
@@ -242,18 +171,6 @@ async fn sections(
     Ok(timings)
 }
 
-/// An I/O error carrying `err`'s whole cause chain in its message (the driver's
-/// message sits at the bottom of it).
-pub(crate) fn pg_err(context: &str, err: &(dyn std::error::Error + 'static)) -> io::Error {
-    let mut message = format!("{context}: {err}");
-    let mut source = err.source();
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    io::Error::other(message)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 mod tests {
@@ -292,24 +209,6 @@ mod tests {
             return None;
         }
         Some(url)
-    }
-
-    #[test]
-    fn a_prefix_replays_the_full_stream_without_the_later_events() {
-        let prefix = Stream::new(300);
-        let (events, _) = make_events();
-        let full: Vec<_> = make_groups(&events)
-            .into_iter()
-            .filter(|g| g.event < 300)
-            .map(|g| (g.at, g.event, g.copies, g.kind))
-            .collect();
-        let ours: Vec<_> = prefix
-            .groups
-            .iter()
-            .map(|g| (g.at, g.event, g.copies, g.kind))
-            .collect();
-        assert_eq!(ours, full);
-        assert_eq!(Stream::new(N_EVENTS).latest_plan, make_events().1);
     }
 
     #[test]

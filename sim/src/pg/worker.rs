@@ -29,7 +29,8 @@ use hookbox_diesel_pg::{PgOptions, PgStore};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines, Stdin, Stdout};
 
 use super::db;
-use super::pg_err;
+use crate::error::failed;
+use crate::table::crash_label;
 
 /// The subcommand a worker binary runs the worker under: the parent starts
 /// `<worker_exe> sim-worker --schema <schema> --design <split|atomic>` with the
@@ -62,7 +63,7 @@ impl CrashDesign {
 
     /// The row label, as in the single-process crash table.
     pub(super) fn label(self) -> &'static str {
-        crate::crash_label(self == CrashDesign::Split)
+        crash_label(self == CrashDesign::Split)
     }
 }
 
@@ -115,7 +116,7 @@ async fn serve(
 ) -> io::Result<()> {
     let store = PgStore::connect(url, PgOptions::new().schema(schema).max_connections(1))
         .await
-        .map_err(|e| pg_err("connecting to postgres", &e))?;
+        .map_err(|e| failed("connecting to postgres", &e))?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     say(stdout, "ready").await?;
     while let Some(line) = lines.next_line().await? {
@@ -146,8 +147,8 @@ async fn split(
     let mut conn = store
         .connection()
         .await
-        .map_err(|e| pg_err("taking a connection", &e))?;
-    let failed = |e: hookbox_diesel_pg::diesel::result::Error| pg_err("split design", &e);
+        .map_err(|e| failed("taking a connection", &e))?;
+    let failed = |e: hookbox_diesel_pg::diesel::result::Error| failed("split design", &e);
     if db::seen(&mut conn, id).await.map_err(failed)? {
         return say(stdout, "dup").await; // already "processed": ack
     }
@@ -175,7 +176,7 @@ async fn atomic(
             crash_point(lines, pipe).await?;
             db::credit(conn, id, acct)
                 .await
-                .map_err(|e| pg_err("atomic design", &e))?;
+                .map_err(|e| failed("atomic design", &e))?;
             Ok(())
         })
         .await;
@@ -187,7 +188,7 @@ async fn atomic(
             Ok(err) => *err,
             Err(other) => io::Error::other(other),
         }),
-        Err(err) => Err(pg_err("atomic design", &err)),
+        Err(err) => Err(failed("atomic design", &err)),
     }
 }
 
