@@ -44,14 +44,10 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::UsageError;
 use crate::providers::{self, ProviderName, SignerSettings};
-use ledger::{DemoConn, DemoStore};
+use ledger::{DemoConn, DemoStore, Failure};
 use report::Report;
 use sender::Sender;
 use traffic::Traffic;
-
-/// Any failure that stops the demo before it can report: a store that cannot be
-/// opened, a port that cannot be bound.
-type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 pub(crate) const AFTER_HELP: &str = "\
 Output: a table on stdout, counted from the HTTP answers and the database; a

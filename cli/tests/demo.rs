@@ -4,32 +4,25 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use hookbox_diesel_pg::{diesel, diesel_async};
 
-/// A temp directory removed when dropped.
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "hookbox-cli-demo-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-}
+use common::{TempDir, pg_url};
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// Fails with the command's output unless it exited 0.
+fn assert_succeeded(output: &Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// One table row: the count, and the value it must have where the table says one.
@@ -115,15 +108,9 @@ fn demo(args: &[&str], tmpdir: &std::path::Path) -> Output {
 
 #[test]
 fn the_demo_on_sqlite_applies_every_event_exactly_once_and_leaves_nothing_behind() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("demo");
     let output = demo(&["--events", "300"], &dir.0);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     Table::parse(&output).assert_exactly_once(300);
     // stderr is not a terminal here: no progress bar, no noise
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
@@ -133,7 +120,7 @@ fn the_demo_on_sqlite_applies_every_event_exactly_once_and_leaves_nothing_behind
 
 #[test]
 fn every_provider_runs_the_demo_with_a_store_file_the_operator_can_open() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("demo");
     for provider in ["stripe", "shopify", "github", "svix"] {
         let db = dir.0.join(format!("{provider}.db"));
         let db = db.to_str().unwrap();
@@ -166,35 +153,13 @@ fn every_provider_runs_the_demo_with_a_store_file_the_operator_can_open() {
 
 #[test]
 fn an_existing_store_file_is_refused_and_left_alone() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("demo");
     let db = dir.0.join("mine.db");
     std::fs::write(&db, b"not yours").unwrap();
     let output = demo(&["--events", "10", "--store", db.to_str().unwrap()], &dir.0);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("the file exists"));
     assert_eq!(std::fs::read(&db).unwrap(), b"not yours");
-}
-
-/// Returns the server's URL, or `None` when the test must skip.
-async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("HOOKBOX_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: HOOKBOX_PG_URL not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
-        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-        return None;
-    }
-    Some(url)
 }
 
 #[derive(diesel::QueryableByName)]
@@ -206,15 +171,9 @@ struct Count {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_on_postgres_applies_every_event_exactly_once_and_drops_its_schema() {
     let Some(url) = pg_url().await else { return };
-    let dir = TempDir::new();
+    let dir = TempDir::new("demo");
     let output = demo(&["--events", "300", "--store", &url], &dir.0);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let table = Table::parse(&output);
     table.assert_exactly_once(300);
 

@@ -2,7 +2,6 @@
 //! letters, replay and purge.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use hookbox_core::testing::delivery;
@@ -10,26 +9,9 @@ use hookbox_core::{Delivery, HandlerError, Inbox as _, RetryPolicy, Worked};
 use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};
 use serde_json::Value;
 
-/// A temp directory removed when dropped.
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "hookbox-cli-inbox-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{TempDir, json_lines};
 
 async fn fail_on_poison(_conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
     if delivery.body().as_ref() == b"poison" {
@@ -67,17 +49,12 @@ fn inbox(db: &str, args: &[&str]) -> (i32, Vec<Value>) {
         .args(args)
         .output()
         .unwrap();
-    let lines = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    (output.status.code().unwrap(), lines)
+    json_lines(output)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_sees_depth_dead_letters_and_replays_them() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("inbox");
     let path = dir.0.join("hookbox.db");
     populated(&path).await;
     let db = path.to_str().unwrap();

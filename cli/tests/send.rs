@@ -10,6 +10,10 @@ use hookbox_github::GitHub;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
+mod common;
+
+use common::{TempDir, json_lines};
+
 const SECRET: &str = "send-test-secret";
 
 /// Starts a GitHub inbox receiver on a random port; returns its URL and store.
@@ -33,12 +37,7 @@ async fn send(args: Vec<String>) -> (i32, Vec<Value>) {
             .args(&args)
             .output()
             .unwrap();
-        let answers = String::from_utf8(output.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
-        (output.status.code().unwrap(), answers)
+        json_lines(output)
     })
     .await
     .unwrap()
@@ -46,11 +45,11 @@ async fn send(args: Vec<String>) -> (i32, Vec<Value>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_copies_are_stored_once_and_a_wrong_secret_is_refused() {
-    let dir = std::env::temp_dir().join(format!("hookbox-send-{}", fastrand::u64(..)));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("send");
+    let dir = &tmp.0;
     let body = dir.join("push.json");
     std::fs::write(&body, br#"{"ref":"refs/heads/main"}"#).unwrap();
-    let (url, store) = receiver(&dir).await;
+    let (url, store) = receiver(dir).await;
     let args = |secret: &str, extra: &[&str]| {
         let mut args: Vec<String> = ["--provider", "github", "--secret", secret, "--url", &url]
             .iter()
@@ -94,5 +93,4 @@ async fn concurrent_copies_are_stored_once_and_a_wrong_secret_is_refused() {
     let (code, _) = send(args(SECRET, &["--url", "https://example.invalid/"])).await;
     assert_eq!(code, 2, "https is a usage error");
     drop(store);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,10 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use hookbox_diesel_pg::{diesel, diesel_async};
 
+mod common;
+
+use common::pg_url;
+
 /// Events replayed: enough for concurrent copies, shuffles, lost acks and (with the
 /// crash test's keyed draws) four kills, few enough for a few seconds in debug.
 const EVENTS: &str = "300";
@@ -26,28 +30,6 @@ fn sim(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// Returns the server's URL, or `None` when the test must skip.
-async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("HOOKBOX_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: HOOKBOX_PG_URL not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
-        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-        return None;
-    }
-    Some(url)
 }
 
 /// The numbers of the table row labelled `label` (the label padded to `width`).

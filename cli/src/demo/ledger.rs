@@ -22,8 +22,11 @@ use hookbox_core::{Advance, Delivery, Handler, HandlerError, Inbox, VersionGuard
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
 
-use super::Failure;
 use super::traffic::{Change, Payload};
+
+/// Any failure that stops the demo before it can report: a store that cannot be
+/// opened, a port that cannot be bound, a statement of the demo's tables.
+pub(crate) type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// The demo's tables, valid SQL on both SQLite and Postgres.
 const CREATE_TABLES: [&str; 2] = [

@@ -58,8 +58,7 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch, hex_spelling,
-    non_canonical_hint, scan, text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, scan, text_hmac_key,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -84,6 +83,14 @@ pub const HOOK_ID: HeaderSpec = HeaderSpec::new("X-GitHub-Hook-ID", "x-github-ho
 
 const SCHEME: &str = "sha256=";
 
+/// The MAC after `sha256=`: lower-case hex, compared as text as
+/// `@octokit/webhooks-methods` compares it.
+const MAC: MacFormat = MacFormat {
+    provider: "GitHub",
+    encoding: MacEncoding::LowerHex,
+    not_a_mac: "the value after `sha256=` is not 64 hex digits",
+};
+
 // a `HeaderSpec` holds a `Bytes` (interior mutability), so a const is not promoted to
 // a `'static` borrow: scans borrow these statics instead
 static SIGNATURE_HEADER: HeaderSpec = SIGNATURE;
@@ -94,8 +101,7 @@ static HOOK_ID_HEADER: HeaderSpec = HOOK_ID;
 /// Verifies GitHub deliveries.
 #[derive(Debug, Clone)]
 pub struct GitHub {
-    secrets: Secrets,
-    keys: Vec<HmacKey>,
+    keys: TextKeys,
     options: VerifyOptions,
 }
 
@@ -105,10 +111,8 @@ impl GitHub {
     /// # Errors
     /// [`VerifyError::InvalidSecret`] when no secret is given or one is blank.
     pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
-        let secrets = secrets.into();
         Ok(Self {
-            keys: text_hmac_keys(&secrets)?,
-            secrets,
+            keys: TextKeys::new(MAC, secrets)?,
             options: VerifyOptions::default(),
         })
     }
@@ -161,27 +165,9 @@ impl Provider for GitHub {
                 "expected `sha256=<64 hex digits>`; the SHA-1 `sha1=` form is not accepted",
             )
         })?;
-        // the MAC is compared as lower-case hex text, as GitHub's libraries do; only a
-        // failed comparison needs to know whether the text was hex at all
-        let received = || std::iter::once(hex);
-        if !any_key_matches(&self.keys, &[&body], MacEncoding::LowerHex, received) {
-            let hint = match hex_spelling(hex, 32) {
-                Spelling::Invalid => {
-                    return Err(VerifyError::malformed(
-                        SIGNATURE.label(),
-                        "the value after `sha256=` is not 64 hex digits",
-                    ));
-                }
-                Spelling::NonCanonical(spelling) => {
-                    non_canonical_hint("GitHub", spelling, "lower-case hex")
-                }
-                Spelling::Canonical => diagnose_mismatch(&self.secrets, &body, |secret, body| {
-                    let key = HmacKey::new(secret.as_bytes());
-                    any_key_matches(&[key], &[body], MacEncoding::LowerHex, received)
-                }),
-            };
-            return Err(VerifyError::SignatureMismatch { hint });
-        }
+        // compared as text; only a failed comparison asks whether it was hex at all
+        self.keys
+            .verify(SIGNATURE.label(), &[], &body, || std::iter::once(hex))?;
 
         let key = DedupeKey::new(self.options.source_or(NAME), NAME, delivery_id);
         Ok(VerifiedDelivery::new(key, body, kept)
@@ -203,9 +189,8 @@ impl GitHubSigner {
     /// # Errors
     /// [`VerifyError::InvalidSecret`] when the secret is blank.
     pub fn new(secret: &str) -> Result<Self, VerifyError> {
-        let mut keys = text_hmac_keys(&Secrets::from(secret))?;
         Ok(Self {
-            key: keys.remove(0),
+            key: text_hmac_key(secret)?,
             event: "ping".to_string(),
         })
     }
@@ -226,7 +211,7 @@ impl Signer for GitHubSigner {
             SIGNATURE.label(),
             format!(
                 "{SCHEME}{}",
-                self.key.sign_text(&[body], MacEncoding::LowerHex).as_str()
+                self.key.sign_text(&[body], MAC.encoding).as_str()
             ),
         );
         headers

@@ -79,8 +79,7 @@
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    Found, HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, base64_spelling,
-    diagnose_mismatch, first_found, non_canonical_hint, scan, text_hmac_keys,
+    Found, HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, first_found, scan, text_hmac_key,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::time::format_description::well_known::Rfc3339;
@@ -97,6 +96,14 @@ pub const MIN_RETENTION: Retention = Retention::from_hours(4);
 
 /// The API version [`ShopifySigner`] puts in its headers unless told otherwise.
 pub const DEFAULT_API_VERSION: &str = "2025-10";
+
+/// The HMAC header's value: canonical base64, compared as text as Shopify's libraries
+/// compare it.
+const MAC: MacFormat = MacFormat {
+    provider: "Shopify",
+    encoding: MacEncoding::Base64,
+    not_a_mac: "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
+};
 
 /// The names of the headers Shopify sends, in one of its two families.
 #[derive(Debug, Clone)]
@@ -142,8 +149,7 @@ pub static EVENTS: HeaderFamily = HeaderFamily {
 /// Verifies Shopify deliveries.
 #[derive(Debug, Clone)]
 pub struct Shopify {
-    secrets: Secrets,
-    keys: Vec<HmacKey>,
+    keys: TextKeys,
     options: VerifyOptions,
 }
 
@@ -154,10 +160,8 @@ impl Shopify {
     /// # Errors
     /// [`VerifyError::InvalidSecret`] when no secret is given or one is blank.
     pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
-        let secrets = secrets.into();
         Ok(Self {
-            keys: text_hmac_keys(&secrets)?,
-            secrets,
+            keys: TextKeys::new(MAC, secrets)?,
             options: VerifyOptions::default(),
         })
     }
@@ -249,28 +253,9 @@ impl Provider for Shopify {
         either(api_version, api_version_e, &mut kept)?;
         either(triggered_at, triggered_at_e, &mut kept)?;
 
-        // compared as canonical base64 text, as Shopify's libraries do; only a failed
-        // comparison needs to know whether the text was base64 at all
-        let received = || std::iter::once(hmac);
-        if !any_key_matches(&self.keys, &[&body], MacEncoding::Base64, received) {
-            let hint = match base64_spelling(hmac, 32) {
-                Spelling::Invalid => {
-                    // name the header the way this delivery spelled it
-                    return Err(VerifyError::malformed(
-                        hmac_spec.label(),
-                        "expected the base64 HMAC-SHA256 of the body (44 characters ending in `=`)",
-                    ));
-                }
-                Spelling::NonCanonical(spelling) => {
-                    non_canonical_hint("Shopify", spelling, "standard base64 with its `=` padding")
-                }
-                Spelling::Canonical => diagnose_mismatch(&self.secrets, &body, |secret, body| {
-                    let key = HmacKey::new(secret.as_bytes());
-                    any_key_matches(&[key], &[body], MacEncoding::Base64, received)
-                }),
-            };
-            return Err(VerifyError::SignatureMismatch { hint });
-        }
+        // an error names the header the way this delivery spelled it
+        self.keys
+            .verify(hmac_spec.label(), &[], &body, || std::iter::once(hmac))?;
         if body.is_empty() {
             return Err(VerifyError::MalformedBody {
                 reason: "the body is empty; Shopify always sends a payload".to_string(),
@@ -305,9 +290,8 @@ impl ShopifySigner {
     /// # Errors
     /// [`VerifyError::InvalidSecret`] when the secret is blank.
     pub fn new(secret: &str) -> Result<Self, VerifyError> {
-        let mut keys = text_hmac_keys(&Secrets::from(secret))?;
         Ok(Self {
-            key: keys.remove(0),
+            key: text_hmac_key(secret)?,
             topic: "orders/create".to_string(),
             shop_domain: "example.myshopify.com".to_string(),
             event_id: None,
@@ -363,7 +347,7 @@ impl Signer for ShopifySigner {
         headers.push(family.topic.label(), self.topic.clone());
         headers.push(
             family.hmac.label(),
-            self.key.sign_text(&[body], MacEncoding::Base64).as_str(),
+            self.key.sign_text(&[body], MAC.encoding).as_str(),
         );
         headers.push(family.shop_domain.label(), self.shop_domain.clone());
         headers.push(family.api_version.label(), self.api_version.clone());

@@ -83,11 +83,7 @@ impl Standard {
             && !spellings.v1_canonical
             && received.v1a.is_empty()
         {
-            return non_canonical_hint(
-                self.scheme.name,
-                spelling,
-                "standard base64 with its `=` padding",
-            );
+            return non_canonical_hint(self.scheme.name, spelling, MAC.canonical());
         }
         // a secret with whitespace never gets here (it is an InvalidSecret when the
         // provider is built), so the hint is about the body or the wrong secret
@@ -103,6 +99,10 @@ impl Standard {
     }
 }
 
+/// How `v1` signatures are written: compared as canonical base64 text, as the official
+/// libraries compare them.
+const MAC: MacEncoding = MacEncoding::Base64;
+
 /// Returns `true` when any key verifies any signature over `"{id}.{timestamp}.{body}"`.
 fn matches(
     keys: &VerifyKeys,
@@ -113,8 +113,7 @@ fn matches(
 ) -> bool {
     // the id and timestamp are signed as the header text, never re-formatted
     let parts = [id.as_bytes(), b".", timestamp.as_bytes(), b".", body];
-    // `v1` is compared as canonical base64 text, as the official libraries do
-    if any_key_matches(&keys.hmac, &parts, MacEncoding::Base64, || received.v1()) {
+    if any_key_matches(&keys.hmac, &parts, MAC, || received.v1()) {
         return true;
     }
     if keys.ed25519.is_empty() || received.v1a.is_empty() {

@@ -74,8 +74,8 @@ use std::borrow::Cow;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, MacEncoding, Spelling, any_key_matches, diagnose_mismatch, hex_spelling,
-    non_canonical_hint, parse_unix_seconds, text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, any_key_matches, parse_unix_seconds,
+    text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -92,14 +92,20 @@ pub const MIN_RETENTION: Retention = Retention::from_days(30);
 /// `Stripe-Signature`: `t=<unix seconds>` and one `v1=<hex>` per signing secret.
 pub const SIGNATURE: HeaderSpec = HeaderSpec::new("Stripe-Signature", "stripe-signature");
 
+/// A `v1` value: lower-case hex, compared as text as Stripe's libraries compare it.
+const MAC: MacFormat = MacFormat {
+    provider: "Stripe",
+    encoding: MacEncoding::LowerHex,
+    not_a_mac: "no `v1=` value is 64 hex digits",
+};
+
 /// Where the dedupe key lives: the event's top-level `id`.
 const ID_FIELD: &str = "id";
 
 /// Verifies Stripe deliveries.
 #[derive(Debug, Clone)]
 pub struct Stripe {
-    secrets: Secrets,
-    keys: Vec<HmacKey>,
+    keys: TextKeys,
     options: VerifyOptions,
 }
 
@@ -110,10 +116,8 @@ impl Stripe {
     /// # Errors
     /// [`VerifyError::InvalidSecret`] when no secret is given or one is blank.
     pub fn new(secrets: impl Into<Secrets>) -> Result<Self, VerifyError> {
-        let secrets = secrets.into();
         Ok(Self {
-            keys: text_hmac_keys(&secrets)?,
-            secrets,
+            keys: TextKeys::new(MAC, secrets)?,
             options: VerifyOptions::default(),
         })
     }
@@ -147,12 +151,13 @@ impl Stripe {
     ) -> (bool, event::Scanner<'b>) {
         let t = header.timestamp_text;
         let mut scanner = event::Scanner::new(body);
-        let Some((first, others)) = self.keys.split_first() else {
+        let Some((first, others)) = self.keys.keys().split_first() else {
             return (false, scanner);
         };
         let mut mac = first.start();
-        mac.update(t.as_bytes());
-        mac.update(b".");
+        for part in signed_prefix(t) {
+            mac.update(part);
+        }
         // pieces end on block boundaries of the signed content, so the hash reads the
         // body in place
         let mut end = (64 - (t.len() + 1) % 64) % 64;
@@ -163,17 +168,12 @@ impl Stripe {
             scanner.run(end);
             fed = end;
         }
-        let expected = mac.finish_text(MacEncoding::LowerHex);
+        let expected = mac.finish_text(MAC.encoding);
         let matched = header
             .v1()
             .fold(false, |found, text| found | expected.matches(text));
         let matched = matched
-            || any_key_matches(
-                others,
-                &signed_parts(t, body),
-                MacEncoding::LowerHex,
-                || header.v1(),
-            );
+            || any_key_matches(others, &signed_parts(t, body), MAC.encoding, || header.v1());
         (matched, scanner)
     }
 }
@@ -203,7 +203,10 @@ impl Provider for Stripe {
 
         let (matched, scanner) = self.hash_and_scan(&header, &body);
         if !matched {
-            return Err(header.mismatch(&self.secrets, &body));
+            let prefix = signed_prefix(header.timestamp_text);
+            return Err(self
+                .keys
+                .mismatch(SIGNATURE.label(), &prefix, &body, || header.v1()));
         }
         let signed_at = self.options.check_timestamp(header.timestamp, now)?;
 
@@ -244,10 +247,16 @@ impl Provider for Stripe {
     }
 }
 
+/// Returns what Stripe signs before the body, `"{t}."`: `t` is the timestamp as sent,
+/// never a re-formatted number.
+fn signed_prefix(t: &str) -> [&[u8]; 2] {
+    [t.as_bytes(), b"."]
+}
+
 /// Returns the signed content `"{t}.{body}"` as parts, so the body is never copied.
-/// `t` is the timestamp as sent, never a re-formatted number.
 fn signed_parts<'a>(t: &'a str, body: &'a [u8]) -> [&'a [u8]; 3] {
-    [t.as_bytes(), b".", body]
+    let [t, dot] = signed_prefix(t);
+    [t, dot, body]
 }
 
 /// The parts of a `Stripe-Signature` header that verification uses.
@@ -310,39 +319,6 @@ impl<'h> SignatureHeader<'h> {
             .filter(|(scheme, _)| *scheme == "v1")
             .map(|(_, value)| value)
     }
-
-    /// Explains why no secret matched: a header whose `v1` values are not hex at all is
-    /// malformed, one whose values are all upper-case hex says so, anything else gets
-    /// the usual diagnosis.
-    fn mismatch(&self, secrets: &Secrets, body: &[u8]) -> VerifyError {
-        let (mut canonical, mut non_canonical) = (false, None);
-        for text in self.v1() {
-            match hex_spelling(text, 32) {
-                Spelling::Canonical => canonical = true,
-                Spelling::NonCanonical(spelling) => {
-                    non_canonical.get_or_insert(spelling);
-                }
-                Spelling::Invalid => {}
-            }
-        }
-        let hint = match non_canonical {
-            None if !canonical => {
-                return VerifyError::malformed(
-                    SIGNATURE.label(),
-                    "no `v1=` value is 64 hex digits",
-                );
-            }
-            Some(spelling) if !canonical => {
-                non_canonical_hint("Stripe", spelling, "lower-case hex")
-            }
-            _ => diagnose_mismatch(secrets, body, |secret, body| {
-                let key = HmacKey::new(secret.as_bytes());
-                let parts = signed_parts(self.timestamp_text, body);
-                any_key_matches(&[key], &parts, MacEncoding::LowerHex, || self.v1())
-            }),
-        };
-        VerifyError::SignatureMismatch { hint }
-    }
 }
 
 /// Signs deliveries exactly as Stripe does, for tests.
@@ -373,7 +349,7 @@ impl Signer for StripeSigner {
         for key in &self.keys {
             value.push_str(",v1=");
             value.push_str(
-                key.sign_text(&signed_parts(&t, body), MacEncoding::LowerHex)
+                key.sign_text(&signed_parts(&t, body), MAC.encoding)
                     .as_str(),
             );
         }

@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hookbox_diesel_pg::diesel::sql_types::{BigInt, Integer, Nullable, Text};
+use hookbox_diesel_pg::diesel::sql_types::Text;
 use hookbox_diesel_pg::diesel::{
     self, ExpressionMethods as _, QueryDsl as _, QueryResult, QueryableByName,
 };
@@ -15,7 +15,10 @@ use hookbox_diesel_pg::diesel_async::{
 use hookbox_diesel_pg::{PgOptions, PgStore};
 
 use crate::error::failed;
-use crate::schema::{accounts, applied, processed_events};
+use crate::schema::{
+    self, APPLIED_COUNTS, AppliedCount, Count, PLAN_VERSIONS, PlanVersion, Sum, accounts, applied,
+    processed_events,
+};
 use crate::seed::{Event, Kind, N_ACCOUNTS};
 use crate::table::EndRows;
 
@@ -173,12 +176,6 @@ pub(super) async fn server_version(url: &str) -> io::Result<String> {
         .map_err(|e| failed("reading the server version", &e))
 }
 
-#[derive(QueryableByName)]
-struct Count {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
-}
-
 /// `s.credit` and `s.applied`: the credit side effect.
 pub(super) async fn credit(conn: &mut AsyncPgConnection, id: &str, acct: i32) -> QueryResult<()> {
     diesel::update(accounts::table.find(acct))
@@ -249,46 +246,19 @@ pub(super) async fn apply_in_tx(conn: &mut AsyncPgConnection, e: &Event) -> Quer
 
 /// What the schema holds at the end of a handler's run, for its table row.
 pub(super) async fn end_rows(conn: &mut AsyncPgConnection) -> io::Result<EndRows> {
-    #[derive(QueryableByName)]
-    struct Applied {
-        #[diesel(sql_type = Text)]
-        event_id: String,
-        #[diesel(sql_type = BigInt)]
-        c: i64,
-    }
-    #[derive(QueryableByName)]
-    struct Acct {
-        #[diesel(sql_type = Integer)]
-        id: i32,
-        #[diesel(sql_type = BigInt)]
-        plan_version: i64,
-    }
-    let applied =
-        diesel::sql_query("SELECT event_id, count(*) AS c FROM applied GROUP BY event_id")
-            .load::<Applied>(conn)
-            .await
-            .map_err(|e| failed("counting applies", &e))?;
-    let accounts = diesel::sql_query("SELECT id, plan_version FROM accounts")
-        .load::<Acct>(conn)
+    let applied = diesel::sql_query(APPLIED_COUNTS)
+        .load::<AppliedCount>(conn)
+        .await
+        .map_err(|e| failed("counting applies", &e))?;
+    let accounts = diesel::sql_query(PLAN_VERSIONS)
+        .load::<PlanVersion>(conn)
         .await
         .map_err(|e| failed("reading the accounts", &e))?;
-    Ok(EndRows {
-        applied: applied.into_iter().map(|r| (r.event_id, r.c)).collect(),
-        plan_versions: accounts
-            .into_iter()
-            .map(|r| (r.id, r.plan_version))
-            .collect(),
-        ledger: ledger(conn).await?,
-    })
+    Ok(schema::end_rows(applied, accounts, ledger(conn).await?))
 }
 
 /// `sum(credits)` over the accounts.
 pub(super) async fn ledger(conn: &mut AsyncPgConnection) -> io::Result<i64> {
-    #[derive(QueryableByName)]
-    struct Sum {
-        #[diesel(sql_type = Nullable<BigInt>)]
-        s: Option<i64>,
-    }
     // sum(bigint) is numeric in Postgres: cast back
     diesel::sql_query("SELECT sum(credits)::BIGINT AS s FROM accounts")
         .get_result::<Sum>(conn)

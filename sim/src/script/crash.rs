@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
 
+use hookbox_sqlite::diesel::QueryResult;
 use hookbox_sqlite::diesel::connection::SimpleConnection as _;
-use hookbox_sqlite::diesel::{QueryResult, SqliteConnection};
 
 use super::db;
 use crate::error::failed;
@@ -53,42 +53,34 @@ fn crash_run(split: bool, file: &str) -> QueryResult<CrashRow> {
     let mut queue: VecDeque<(String, i32, u32)> = (0..N)
         .map(|i| (format!("evt_c{i:05}"), (i % N_ACCOUNTS as i64) as i32, 1))
         .collect();
-    let run = |db: &mut SqliteConnection, id: &str, acct: i32| -> QueryResult<()> {
-        db::sql_credit(db, 100, acct)?;
-        db::sql_applied(db, id)?;
-        Ok(())
-    };
     while let Some((id, acct, n)) = queue.pop_front() {
         let crash = keyed(&[&"crash", &id, &n]) < P_CRASH;
-        if split {
-            if db::sql_seen(&mut db, &id)? {
-                continue; // already "processed": ack
-            }
-            db::sql_mark(&mut db, &id)?; // dedupe row commits on its own
-            if crash {
-                crashes += 1;
-                // the process dies: the connection closes, a new one opens
-                drop(db);
-                db = db::fresh_db(file)?;
-                queue.push_back((id, acct, n + 1));
-                continue;
-            }
-            run(&mut db, &id, acct)?;
+        let new = if split {
+            // the dedupe row commits on its own; a key already there is acked
+            !db::sql_seen(&mut db, &id)? && db::sql_mark(&mut db, &id)? == 1
         } else {
             db.batch_execute("BEGIN IMMEDIATE")?;
-            if db::sql_claim(&mut db, &id)? == 0 {
+            let new = db::sql_claim(&mut db, &id)? == 1;
+            if !new {
                 db.batch_execute("COMMIT")?;
-                continue;
             }
-            if crash {
-                crashes += 1;
-                // no COMMIT: closing the connection discards the open transaction
-                drop(db);
-                db = db::fresh_db(file)?;
-                queue.push_back((id, acct, n + 1));
-                continue;
-            }
-            run(&mut db, &id, acct)?;
+            new
+        };
+        if !new {
+            continue;
+        }
+        if crash {
+            crashes += 1;
+            // the process dies: the connection closes (discarding an open
+            // transaction, so the atomic design's key with it), a new one opens
+            drop(db);
+            db = db::fresh_db(file)?;
+            queue.push_back((id, acct, n + 1));
+            continue;
+        }
+        db::sql_credit(&mut db, 100, acct)?;
+        db::sql_applied(&mut db, &id)?;
+        if !split {
             db.batch_execute("COMMIT")?;
         }
     }

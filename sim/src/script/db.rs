@@ -3,10 +3,13 @@
 
 use hookbox_sqlite::diesel::connection::SimpleConnection as _;
 use hookbox_sqlite::diesel::prelude::*;
-use hookbox_sqlite::diesel::sql_types::{BigInt, Integer, Nullable, Text};
+use hookbox_sqlite::diesel::sql_types::BigInt;
 use hookbox_sqlite::diesel::{self, QueryResult, QueryableByName, SqliteConnection};
 
-use crate::schema::{accounts, applied, processed_events};
+use crate::schema::{
+    self, APPLIED_COUNTS, AppliedCount, Count, PLAN_VERSIONS, PlanVersion, Sum, accounts, applied,
+    processed_events,
+};
 use crate::seed::{Event, Kind, N_ACCOUNTS};
 use crate::table::EndRows;
 
@@ -15,12 +18,6 @@ const SCHEMA: &str = "
       plan TEXT, plan_version INTEGER NOT NULL DEFAULT 0, plan_created INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE IF NOT EXISTS processed_events (event_id TEXT PRIMARY KEY);
     CREATE TABLE IF NOT EXISTS applied (event_id TEXT NOT NULL);";
-
-#[derive(QueryableByName)]
-struct Count {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
-}
 
 #[derive(QueryableByName)]
 pub(super) struct Acct {
@@ -197,41 +194,13 @@ pub(super) fn apply(conn: &mut SqliteConnection, e: &Event, guard: Guard) -> Que
 
 /// What a handler's database holds at the end of its run, for its table row.
 pub(super) fn end_rows(conn: &mut SqliteConnection) -> QueryResult<EndRows> {
-    #[derive(QueryableByName)]
-    struct Applied {
-        #[diesel(sql_type = Text)]
-        event_id: String,
-        #[diesel(sql_type = BigInt)]
-        c: i64,
-    }
-    #[derive(QueryableByName)]
-    struct AcctVersion {
-        #[diesel(sql_type = Integer)]
-        id: i32,
-        #[diesel(sql_type = BigInt)]
-        plan_version: i64,
-    }
-    let applied = diesel::sql_query("SELECT event_id, count(*) c FROM applied GROUP BY event_id")
-        .load::<Applied>(conn)?;
-    let accounts =
-        diesel::sql_query("SELECT id, plan_version FROM accounts").load::<AcctVersion>(conn)?;
-    Ok(EndRows {
-        applied: applied.into_iter().map(|r| (r.event_id, r.c)).collect(),
-        plan_versions: accounts
-            .into_iter()
-            .map(|r| (r.id, r.plan_version))
-            .collect(),
-        ledger: ledger(conn)?,
-    })
+    let applied = diesel::sql_query(APPLIED_COUNTS).load::<AppliedCount>(conn)?;
+    let accounts = diesel::sql_query(PLAN_VERSIONS).load::<PlanVersion>(conn)?;
+    Ok(schema::end_rows(applied, accounts, ledger(conn)?))
 }
 
 /// `sum(credits)` over the accounts.
 pub(super) fn ledger(conn: &mut SqliteConnection) -> QueryResult<i64> {
-    #[derive(QueryableByName)]
-    struct Sum {
-        #[diesel(sql_type = Nullable<BigInt>)]
-        s: Option<i64>,
-    }
     diesel::sql_query("SELECT sum(credits) s FROM accounts")
         .get_result::<Sum>(conn)
         .map(|s| s.s.unwrap_or(0))

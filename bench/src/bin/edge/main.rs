@@ -1,0 +1,474 @@
+//! Requests per second and acknowledgement latency of the axum edge over loopback
+//! HTTP, beside a bare axum handler that answers 200.
+//!
+//! The receiver runs in this process on its own multi-thread tokio runtime (2 worker
+//! threads), bound to `127.0.0.1:0`; the load generator is a hyper-util keep-alive
+//! HTTP/1 client on a second runtime, where `K` connections means `K` concurrent
+//! request loops (`K` = 1, 16, 64). Each cell is a short warm-up, then a fixed
+//! duration; every request's latency (send → whole response read) is kept and the
+//! p50/p99 are read from the sorted list. The two sides of each target ratio (fresh
+//! over HTTP against `Inbox::receive`; duplicates with the cache against the bare
+//! handler) are measured in alternating rounds (A B B A A B B A, each side a cell's
+//! length in all), so drift on a busy machine hits both alike. Every answer's status is checked: non-2xx
+//! answers and failed requests are counted apart from the acknowledgements and
+//! printed.
+//!
+//! Rows:
+//! - the **ceiling**: a bare axum handler that reads the body and answers 200, on the
+//!   same server setup;
+//! - the **edge in inbox mode** (`Webhook::inbox(Standard, store).into_router(…)`)
+//!   for **fresh** deliveries (each request a new `webhook-id`) and **duplicates**
+//!   (the same 16 stored deliveries sent again), on SQLite (a temporary file, the
+//!   store's defaults: `synchronous = FULL`, 4 connections) and Postgres
+//!   (`HOOKBOX_PG_URL`, default `postgres://postgres@127.0.0.1:5432/test`, a fresh
+//!   schema dropped at the end, the store's default pool of 8), each without and with
+//!   the Redis cache (`HOOKBOX_REDIS_URL`, default `redis://127.0.0.1:6379`, a
+//!   per-run key prefix deleted at the end);
+//! - the store's own **`Inbox::receive`** rate at the same concurrency, without
+//!   HTTP, on the same runtime: the denominator of the fresh-path target.
+//!
+//! Every request is signed (and, for the `Inbox::receive` rows, verified) before its
+//! timing starts, so signing is not measured. No worker runs: the fresh rows only
+//! fill the inbox. No tracing subscriber is installed, as in a service without one.
+//!
+//! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-http`
+//! (`HOOKBOX_BENCH_CELL_MS` sets a cell's measured length, default 2000;
+//! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_DIR` the directory
+//! for the SQLite file; `HOOKBOX_REQUIRE_SERVICES=1` fails instead of skipping when
+//! Postgres or Redis is unreachable).
+#![allow(clippy::print_stdout)] // printing the table is this binary's job
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderValue, header};
+use hookbox_axum::Webhook;
+use hookbox_bench::env::{
+    self, DEFAULT_PG_URL, DEFAULT_REDIS_URL, PG_URL_VAR, REDIS_URL_VAR, TempDir, unique_suffix,
+};
+use hookbox_bench::services::{PgSchema, Redis, skipped, without_credentials};
+use hookbox_bench::{BoxErr, host};
+use hookbox_core::bytes::Bytes;
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{Inbox, Provider as _, Received, Signer as _, VerifiedDelivery, error_chain};
+use hookbox_diesel_pg::{PgOptions, PgStore};
+use hookbox_redis_cache::{CacheOptions, CacheStats, Cached};
+use hookbox_sqlite::{SqliteOptions, SqliteStore};
+use hookbox_standard::{Standard, StandardSigner};
+use tokio::runtime::Runtime;
+
+mod phase;
+mod report;
+mod server;
+mod tally;
+
+use phase::{CONNECTIONS, Feed, Phase, ROUNDS, Side, Timing, paired, single};
+use report::{Kind, TARGETS, Table, Via};
+use server::{PATH, Prepared, Server, bare_router, http_client, send, serve};
+use tally::Answer;
+
+const COMMAND: &str = "cargo run --release -p hookbox-bench --bin hookbox-bench-http";
+/// The endpoint's Standard Webhooks secret (the spec's example), keyed once per run.
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+/// How many stored deliveries the duplicate rows send again, round robin.
+const DUPLICATES: usize = 16;
+/// Worker threads of the receiver's runtime (and of the client's).
+const WORKER_THREADS: usize = 2;
+
+/// What each request carries: a small Standard Webhooks event.
+const BODY: &[u8] = br#"{"type":"invoice.paid","timestamp":"2026-11-29T12:00:00Z","data":{"id":"in_1NG8Du2eZvKYlo2C","customer":"cus_9s6XKzkNRiz8i3","amount_paid":2000,"currency":"usd"}}"#;
+
+/// What every section shares.
+struct Ctx {
+    server_rt: Runtime,
+    client_rt: Runtime,
+    timing: Timing,
+    signer: StandardSigner,
+    provider: Standard,
+    run: String,
+    batches: AtomicU64,
+    redis: Option<Redis>,
+    table: Table,
+}
+
+impl Ctx {
+    /// Signs `n` requests with new delivery ids, at the current time.
+    fn sign_fresh(&self, n: usize) -> Vec<Arc<Prepared>> {
+        let batch = self.batches.fetch_add(1, Ordering::Relaxed);
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        (0..n)
+            .map(|i| Arc::new(self.prepare(&format!("msg_{}_{batch}_{i}", self.run), now)))
+            .collect()
+    }
+
+    fn prepare(&self, id: &str, timestamp: i64) -> Prepared {
+        let mut headers = self.signer.sign(id, timestamp, BODY).to_header_map();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        Prepared {
+            headers,
+            body: Bytes::from_static(BODY),
+        }
+    }
+
+    /// Signs and verifies `n` new deliveries, for `Inbox::receive` without HTTP: the
+    /// same deliveries the edge would store.
+    fn verified_fresh(&self, n: usize) -> Result<Vec<Arc<VerifiedDelivery>>, BoxErr> {
+        let now = OffsetDateTime::now_utc();
+        self.sign_fresh(n)
+            .into_iter()
+            .map(|p| {
+                let delivery = self.provider.verify(&p.headers, p.body.clone(), now)?;
+                Ok(Arc::new(delivery))
+            })
+            .collect()
+    }
+
+    /// A side that POSTs to `server` from the client runtime, on a new client (its
+    /// connections close when the side is dropped).
+    fn http_side<'a>(
+        &'a self,
+        server: &Server,
+        conns: usize,
+        feed: Feed<'a, Prepared>,
+    ) -> impl Phase + 'a {
+        let client = http_client();
+        let uri = server.uri.clone();
+        Side {
+            rt: &self.client_rt,
+            conns,
+            feed,
+            op: move |prepared: Arc<Prepared>| {
+                let (client, uri) = (client.clone(), uri.clone());
+                async move { send(&client, uri, &prepared).await }
+            },
+            peak_rate: None,
+        }
+    }
+
+    /// A side that calls `Inbox::receive` on the receiver's runtime, without HTTP.
+    fn receive_side<'a, S: Inbox + 'static>(
+        &'a self,
+        store: &Arc<S>,
+        conns: usize,
+        feed: Feed<'a, VerifiedDelivery>,
+    ) -> impl Phase + 'a {
+        let store = Arc::clone(store);
+        Side {
+            rt: &self.server_rt,
+            conns,
+            feed,
+            op: move |delivery: Arc<VerifiedDelivery>| {
+                let store = Arc::clone(&store);
+                async move {
+                    match store.receive(&delivery).await {
+                        Ok(Received::Stored) => Answer::Stored,
+                        Ok(Received::Duplicate) => Answer::Duplicate,
+                        Err(err) => {
+                            Answer::Failed(format!("receive failed: {}", error_chain(&err)))
+                        }
+                    }
+                }
+            },
+            peak_rate: None,
+        }
+    }
+
+    /// Sends each of `requests` once and checks it was stored.
+    fn store_once(&self, server: &Server, requests: &[Arc<Prepared>]) -> Result<(), BoxErr> {
+        let client = http_client();
+        self.client_rt.block_on(async {
+            for prepared in requests {
+                match send(&client, server.uri.clone(), prepared).await {
+                    Answer::Stored | Answer::Duplicate => {}
+                    Answer::Ok => {
+                        return Err("storing a duplicate: no outcome in the answer".into());
+                    }
+                    Answer::Status(status, body) => {
+                        return Err(format!("storing a duplicate: HTTP {status}: {body}").into());
+                    }
+                    Answer::Failed(message) => {
+                        return Err(format!("storing a duplicate: {message}").into());
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every row of one store: the edge without the cache beside `Inbox::receive`
+    /// without HTTP, then with the Redis cache beside the bare handler.
+    fn store_section<S>(&self, name: &'static str, store: S) -> Result<(), BoxErr>
+    where
+        S: Inbox + Clone + 'static,
+    {
+        let direct = Arc::new(store.clone());
+        let sign = |n| Ok(self.sign_fresh(n));
+        let sign_verified = |n| self.verified_fresh(n);
+        let plain = Via::Edge { cache: false };
+        let server = serve(
+            &self.server_rt,
+            Webhook::inbox(Standard::new(SECRET)?, store.clone()).into_router(PATH),
+        )?;
+        for conns in CONNECTIONS {
+            // the fresh-path target: the edge over HTTP against the store alone, on the
+            // same runtime, in alternating rounds
+            let mut receive = self.receive_side(&direct, conns, Feed::Fresh(&sign_verified));
+            let mut http = self.http_side(&server, conns, Feed::Fresh(&sign));
+            let (alone, edge) = paired(&mut receive, &mut http, &self.timing)?;
+            self.table
+                .row(name, Via::Receive, Kind::Fresh, conns, &alone);
+            self.table.row(name, plain, Kind::Fresh, conns, &edge);
+        }
+        // the same few deliveries, stored once, then sent again
+        let duplicates = self.sign_fresh(DUPLICATES);
+        self.store_once(&server, &duplicates)?;
+        for conns in CONNECTIONS {
+            let mut http = self.http_side(&server, conns, Feed::Cycle(duplicates.clone()));
+            let tally = single(&mut http, &self.timing)?;
+            self.table.row(name, plain, Kind::Duplicate, conns, &tally);
+        }
+        drop(server);
+
+        let Some(redis) = &self.redis else {
+            println!(
+                "{:<26} (skipped: Redis unreachable)",
+                format!("{name} + redis")
+            );
+            return Ok(());
+        };
+        // a per-run prefix and a short TTL: the keys are deleted at the end, and
+        // expire on their own if the run is killed
+        let options = CacheOptions::default()
+            .prefix(redis.prefix.clone())
+            .ttl(Duration::from_secs(600));
+        // the TTL ceiling is the store's own retention
+        let cached = Arc::new(Cached::new(store, redis.manager.clone(), options)?);
+        // the edge takes its store by value: an `Arc` of the cache is one, and the
+        // bench keeps the other to read the cache's counters
+        let server = serve(
+            &self.server_rt,
+            Webhook::inbox(Standard::new(SECRET)?, Arc::clone(&cached)).into_router(PATH),
+        )?;
+        let via = Via::Edge { cache: true };
+        let before = cached.cache_stats();
+        for conns in CONNECTIONS {
+            let mut http = self.http_side(&server, conns, Feed::Fresh(&sign));
+            let tally = single(&mut http, &self.timing)?;
+            self.table.row(name, via, Kind::Fresh, conns, &tally);
+        }
+        self.cache_line("fresh", &cached, &before);
+
+        // stored once through the cache, which remembers them in Redis after the
+        // commit (a spawned write, done well within the warm-up)
+        let duplicates = self.sign_fresh(DUPLICATES);
+        self.store_once(&server, &duplicates)?;
+        let bare = serve(
+            &self.server_rt,
+            bare_router(self.provider.options().body_limit()),
+        )?;
+        let before = cached.cache_stats();
+        for conns in CONNECTIONS {
+            // the duplicate-path target: against the bare handler, in alternating rounds
+            let mut edge = self.http_side(&server, conns, Feed::Cycle(duplicates.clone()));
+            let mut ceiling = self.http_side(&bare, conns, Feed::Cycle(duplicates.clone()));
+            let (edge, ceiling) = paired(&mut edge, &mut ceiling, &self.timing)?;
+            self.table.row(name, via, Kind::Duplicate, conns, &edge);
+            self.table
+                .row(name, Via::Bare, Kind::Ceiling, conns, &ceiling);
+        }
+        self.cache_line("duplicate", &cached, &before);
+        Ok(())
+    }
+
+    /// Prints what the cache did during the cells since `before`.
+    fn cache_line<S>(&self, cells: &str, cached: &Cached<S>, before: &CacheStats) {
+        let after = cached.cache_stats();
+        println!(
+            "{:<26} redis, {cells} cells: {} hits, {} misses, {} lookups failed or over the \
+             {} ms timeout (the database answered); {} keys written, {} writes failed",
+            "",
+            after.hits - before.hits,
+            after.misses - before.misses,
+            after.lookup_failures - before.lookup_failures,
+            cached.options().call_timeout().as_millis(),
+            after.writes - before.writes,
+            after.write_failures - before.write_failures,
+        );
+    }
+}
+
+/// Creates a fresh schema, connects the store to it with its default pool; returns
+/// the schema, the store and the server's facts for the header.
+async fn pg_setup(url: &str, settings: &[&str]) -> Result<(PgSchema, PgStore, String), BoxErr> {
+    let (schema, mut facts, _) = PgSchema::create(url, "hb_bench_http_", settings).await?;
+    let store = schema.store(PgOptions::new()).await?;
+    let pool = store.options().get_max_connections();
+    facts.push(format!("pool {pool} (the store's default)"));
+    Ok((schema, store, facts.join(", ")))
+}
+
+fn runtime(name: &str) -> Result<Runtime, BoxErr> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name(name)
+        .enable_all()
+        .build()?)
+}
+
+/// The SQLite section: a store on a file in `dir` with the store's defaults.
+fn sqlite_section(ctx: &Ctx, path: &Path) -> Result<(), BoxErr> {
+    let store = ctx.server_rt.block_on(async {
+        let store = SqliteStore::open(path, SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok::<_, BoxErr>(store)
+    })?;
+    ctx.store_section("sqlite", store)
+}
+
+fn main() -> Result<(), BoxErr> {
+    let started = Instant::now();
+    let timing = Timing::from_env();
+    let mut ctx = Ctx {
+        server_rt: runtime("receiver")?,
+        client_rt: runtime("client")?,
+        timing,
+        signer: StandardSigner::new(SECRET)?,
+        provider: Standard::new(SECRET)?,
+        run: unique_suffix(),
+        batches: AtomicU64::new(0),
+        redis: None,
+        table: Table::default(),
+    };
+    let redis_url = env::var_or(REDIS_URL_VAR, DEFAULT_REDIS_URL);
+    let redis_facts = match ctx.server_rt.block_on(Redis::connect(&redis_url)) {
+        Ok(redis) => {
+            let facts = format!(
+                "{}; Cached with the default {} ms lookup timeout",
+                redis.facts,
+                hookbox_redis_cache::DEFAULT_TIMEOUT.as_millis()
+            );
+            ctx.redis = Some(redis);
+            facts
+        }
+        Err(err) => format!(
+            "{}: {}",
+            without_credentials(&redis_url),
+            skipped("Redis", &redis_url, REDIS_URL_VAR, &err)?
+        ),
+    };
+
+    let dir = TempDir::new("hookbox-bench-http-")?;
+
+    let pg_url = env::var_or(PG_URL_VAR, DEFAULT_PG_URL);
+    let settings = ["server_version", "synchronous_commit"];
+    let (pg, pg_facts) = match ctx.server_rt.block_on(pg_setup(&pg_url, &settings)) {
+        Ok((schema, store, facts)) => (Some((schema, store)), facts),
+        Err(err) => (None, skipped("Postgres", &pg_url, PG_URL_VAR, &err)?),
+    };
+
+    println!(
+        "hookbox HTTP edge benchmark: requests/s and ack latency over loopback, beside a bare axum handler"
+    );
+    println!("command:  {COMMAND}");
+    println!(
+        "machine:  nproc {} ({}), kernel {}",
+        host::cpus(),
+        host::cpu_model(),
+        host::kernel(),
+    );
+    println!(
+        "receiver: axum {PATH} in this process, its own tokio runtime ({WORKER_THREADS} worker \
+         threads), 127.0.0.1, TCP_NODELAY; Webhook::inbox(Standard, store), no worker running"
+    );
+    println!(
+        "client:   hyper-util legacy client, HTTP/1.1 keep-alive, on a second runtime \
+         ({WORKER_THREADS} worker threads); K connections = K request loops"
+    );
+    println!(
+        "requests: POST {} B JSON, Standard Webhooks v1 signed before timing; fresh = a new \
+         webhook-id each, duplicate = {DUPLICATES} stored deliveries round robin",
+        BODY.len()
+    );
+    println!(
+        "timing:   per cell a {} ms warm-up, then {} ms measured (target pairs: {ROUNDS} \
+         alternating rounds of {} ms per side); latency = send to whole answer read, p50/p99 \
+         of every acknowledged request",
+        ctx.timing.warm.as_millis(),
+        ctx.timing.cell.as_millis(),
+        (ctx.timing.cell / ROUNDS).as_millis(),
+    );
+    println!(
+        "sqlite:   {}/hookbox.db, the store's defaults (WAL, synchronous = FULL, 4 connections)",
+        dir.path().display()
+    );
+    println!("postgres: {}: {pg_facts}", without_credentials(&pg_url));
+    println!("redis:    {redis_facts}");
+    println!();
+    Table::print_header();
+
+    let result = (|| -> Result<(), BoxErr> {
+        // the ceiling, with the same signed requests the duplicate rows send
+        let limit = ctx.provider.options().body_limit();
+        let server = serve(&ctx.server_rt, bare_router(limit))?;
+        let requests = ctx.sign_fresh(DUPLICATES);
+        for conns in CONNECTIONS {
+            let mut bare = ctx.http_side(&server, conns, Feed::Cycle(requests.clone()));
+            let tally = single(&mut bare, &ctx.timing)?;
+            ctx.table
+                .row("bare", Via::Bare, Kind::Ceiling, conns, &tally);
+        }
+        drop(server);
+
+        sqlite_section(&ctx, &dir.path().join("hookbox.db"))?;
+
+        match &pg {
+            Some((_, store)) => ctx.store_section("postgres", store.clone())?,
+            None => println!("{:<26} (skipped: server unreachable)", "postgres"),
+        }
+        Ok(())
+    })();
+
+    if let Some(redis) = &ctx.redis {
+        match ctx.server_rt.block_on(redis.delete_keys()) {
+            Ok(n) => println!("redis: {n} keys under {} deleted", redis.prefix),
+            Err(err) => println!(
+                "redis: could not delete the keys under {}: {err}",
+                redis.prefix
+            ),
+        }
+    }
+    if let Some((schema, store)) = pg {
+        drop(store);
+        match ctx.server_rt.block_on(schema.drop_schema()) {
+            Ok(()) => println!("postgres: schema {} dropped", schema.name),
+            Err(err) => println!("postgres: could not drop schema {}: {err}", schema.name),
+        }
+    }
+    if let Err(err) = result {
+        // what was measured before the failure still says what went wrong
+        ctx.table.print_anomalies();
+        return Err(err);
+    }
+
+    for target in &TARGETS {
+        println!();
+        ctx.table.print_target(target);
+    }
+    println!();
+    ctx.table.print_anomalies();
+    let errors = ctx.table.errors();
+    println!("total time: {:.0} s", started.elapsed().as_secs_f64());
+    drop(dir);
+    if errors > 0 {
+        return Err(format!(
+            "the run got {errors} errors: its figures are not clean (see the ANOMALY lines)"
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! The printed table: a row per measured cell, kept for the target ratios after it,
+//! and the anomalies (errors, unexpected outcomes) found in the rows.
+
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use hookbox_bench::table::{self, thousands};
+
+use crate::phase::CONNECTIONS;
+use crate::tally::Tally;
+
+/// Which path a row measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The bare handler.
+    Ceiling,
+    /// New delivery ids.
+    Fresh,
+    /// Delivery ids already stored.
+    Duplicate,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ceiling => "-",
+            Self::Fresh => "fresh",
+            Self::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// How a row reached the store.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// The bare handler over HTTP.
+    Bare,
+    /// The edge over HTTP.
+    Edge { cache: bool },
+    /// `Inbox::receive` called directly.
+    Receive,
+}
+
+/// One printed row.
+struct Row {
+    store: &'static str,
+    via: Via,
+    kind: Kind,
+    conns: usize,
+    rate: f64,
+}
+
+/// The rows printed so far, and what was wrong with them.
+#[derive(Default)]
+pub(crate) struct Table {
+    rows: RefCell<Vec<Row>>,
+    anomalies: RefCell<Vec<String>>,
+    errors: Cell<u64>,
+}
+
+impl Table {
+    /// The table's header.
+    pub(crate) fn print_header() {
+        println!(
+            "{:<26} {:<10} {:>5} {:>11} {:>9} {:>9} {:>10} {:>7}",
+            "target", "path", "conns", "req/s", "p50 ms", "p99 ms", "acked", "errors"
+        );
+    }
+
+    /// Records, prints and checks one row.
+    pub(crate) fn row(
+        &self,
+        store: &'static str,
+        via: Via,
+        kind: Kind,
+        conns: usize,
+        tally: &Tally,
+    ) {
+        let target = match via {
+            Via::Bare if store == "bare" => "bare axum handler".to_string(),
+            Via::Bare => "bare handler, paired".to_string(),
+            Via::Edge { cache: false } => store.to_string(),
+            Via::Edge { cache: true } => format!("{store} + redis"),
+            Via::Receive => format!("{store} Inbox::receive"),
+        };
+        let ms = |d: Option<Duration>| {
+            d.map_or_else(|| "-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3))
+        };
+        let mut note = String::new();
+        if tally.ran_out {
+            note.push_str(" (signed requests used up early)");
+        }
+        println!(
+            "{target:<26} {:<10} {conns:>5} {:>11} {:>9} {:>9} {:>10} {:>7}{note}",
+            kind.as_str(),
+            thousands(tally.rate()),
+            ms(tally.percentile(0.50)),
+            ms(tally.percentile(0.99)),
+            thousands(tally.acked() as f64),
+            tally.errors() + tally.warm_errors,
+        );
+        let label = format!("{target} {} x{conns}", kind.as_str());
+        let mut anomalies = self.anomalies.borrow_mut();
+        if tally.errors() + tally.warm_errors > 0 {
+            self.errors
+                .set(self.errors.get() + tally.errors() + tally.warm_errors);
+            let statuses: Vec<String> = tally
+                .statuses
+                .iter()
+                .map(|(status, n)| format!("{n} x HTTP {status}"))
+                .collect();
+            anomalies.push(format!(
+                "{label}: {} errors in the measured phase ({}{}), {} in the warm-up; first: {}",
+                tally.errors(),
+                statuses.join(", "),
+                if tally.failed > 0 {
+                    format!(
+                        "{}{} failed requests",
+                        if statuses.is_empty() { "" } else { ", " },
+                        tally.failed
+                    )
+                } else {
+                    String::new()
+                },
+                tally.warm_errors,
+                tally.first_error.as_deref().unwrap_or("-"),
+            ));
+        }
+        let unexpected = match kind {
+            Kind::Ceiling => tally.stored + tally.duplicate,
+            Kind::Fresh => tally.duplicate + tally.ok,
+            Kind::Duplicate => tally.stored + tally.ok,
+        };
+        if unexpected > 0 {
+            anomalies.push(format!(
+                "{label}: {unexpected} acknowledgements with an unexpected outcome \
+                 (stored {}, duplicate {}, other 2xx {})",
+                tally.stored, tally.duplicate, tally.ok
+            ));
+        }
+        self.rows.borrow_mut().push(Row {
+            store,
+            via,
+            kind,
+            conns,
+            rate: tally.rate(),
+        });
+    }
+
+    /// The rate of the row measured for `store`, `via`, `kind` at `conns`.
+    fn rate(&self, store: &str, via: Via, kind: Kind, conns: usize) -> Option<f64> {
+        self.rows
+            .borrow()
+            .iter()
+            .find(|r| r.store == store && r.via == via && r.kind == kind && r.conns == conns)
+            .map(|r| r.rate)
+    }
+
+    /// Every error counted in the rows, warm-ups included.
+    pub(crate) fn errors(&self) -> u64 {
+        self.errors.get()
+    }
+
+    /// Prints the anomalies found so far.
+    pub(crate) fn print_anomalies(&self) {
+        table::print_anomalies(&self.anomalies.borrow());
+    }
+}
+
+/// A target ratio the run checks: the rate of rows `num` over the rate of rows
+/// `den`, each measured in the same paired rounds, per store and concurrency.
+pub(crate) struct Target {
+    title: &'static str,
+    columns: [&'static str; 2],
+    num: (Via, Kind),
+    den: (Via, Kind),
+    at_least: f64,
+}
+
+/// The target ratios the run checks, in the order printed.
+pub(crate) const TARGETS: [Target; 2] = [
+    Target {
+        title: "duplicates with the Redis cache >= 0.5x the bare handler (paired rounds)",
+        columns: ["dup+redis/s", "bare/s"],
+        num: (Via::Edge { cache: true }, Kind::Duplicate),
+        den: (Via::Bare, Kind::Ceiling),
+        at_least: 0.5,
+    },
+    Target {
+        title: "fresh deliveries over HTTP >= 0.9x the store's own Inbox::receive rate \
+                (paired rounds)",
+        columns: ["fresh/s", "receive/s"],
+        num: (Via::Edge { cache: false }, Kind::Fresh),
+        den: (Via::Receive, Kind::Fresh),
+        at_least: 0.9,
+    },
+];
+
+impl Table {
+    /// Prints `target`'s table: a row per store and concurrency, `met` or `MISSED`.
+    pub(crate) fn print_target(&self, target: &Target) {
+        println!("target: {}", target.title);
+        let [num, den] = target.columns;
+        println!(
+            "{:<10} {:>5} {num:>15} {den:>11} {:>8}",
+            "store", "conns", "ratio"
+        );
+        for store in ["sqlite", "postgres"] {
+            for conns in CONNECTIONS {
+                let num = self.rate(store, target.num.0, target.num.1, conns);
+                let den = self.rate(store, target.den.0, target.den.1, conns);
+                print_ratio(store, conns, num, den, target.at_least);
+            }
+        }
+    }
+}
+
+/// One row of a target's table: both rates and their ratio beside `target`, or
+/// `(skipped)` when a side was not measured.
+fn print_ratio(store: &str, conns: usize, num: Option<f64>, den: Option<f64>, target: f64) {
+    match (num, den) {
+        (Some(num), Some(den)) if den > 0.0 => {
+            let ratio = num / den;
+            let verdict = if ratio >= target { "met" } else { "MISSED" };
+            println!(
+                "{store:<10} {conns:>5} {:>15} {:>11} {ratio:>7.3}x {verdict}",
+                thousands(num),
+                thousands(den)
+            );
+        }
+        _ => println!("{store:<10} {conns:>5} {:>15}", "(skipped)"),
+    }
+}
