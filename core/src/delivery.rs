@@ -300,43 +300,21 @@ pub struct Delivery {
     headers: KeptHeaders,
 }
 
-/// The parts of a [`Delivery`], for stores that rebuild one from a row.
-#[derive(Debug, Clone)]
-pub struct DeliveryParts {
-    /// The dedupe key.
-    pub key: DedupeKey,
-    /// The provider's event type.
-    pub event_type: Option<String>,
-    /// The id shared by deliveries of one change.
-    pub correlation_id: Option<String>,
-    /// The timestamp the provider signed.
-    pub signed_at: Option<OffsetDateTime>,
-    /// When hookbox received it.
-    pub received_at: OffsetDateTime,
-    /// Which attempt this is, from 1.
-    pub attempt: u32,
-    /// The raw body.
-    pub body: Bytes,
-    /// The headers it was verified with.
-    pub headers: KeptHeaders,
-}
-
-impl From<DeliveryParts> for Delivery {
-    fn from(parts: DeliveryParts) -> Self {
+impl Delivery {
+    /// The view of an inbox row: what was kept at receipt, on the row's next attempt.
+    pub(crate) fn of_row(row: &crate::StoredDelivery) -> Self {
         Self {
-            key: parts.key,
-            event_type: parts.event_type,
-            correlation_id: parts.correlation_id,
-            signed_at: parts.signed_at,
-            received_at: parts.received_at,
-            attempt: parts.attempt,
-            body: parts.body,
-            headers: parts.headers,
+            key: row.key.clone(),
+            event_type: row.event_type.clone(),
+            correlation_id: row.correlation_id.clone(),
+            signed_at: row.signed_at,
+            received_at: row.received_at,
+            attempt: row.attempts.saturating_add(1),
+            body: row.body.clone(),
+            headers: row.headers.clone(),
         }
     }
-}
 
-impl Delivery {
     /// The view of a delivery verified just now, on its first attempt (inline mode).
     pub fn received_now(delivery: VerifiedDelivery, now: OffsetDateTime) -> Self {
         Self {

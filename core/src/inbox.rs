@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use crate::handler::{Handler, HandlerError};
 use crate::store::{BoxFuture, IdempotencyStore, Purged, Store, StoreError};
-use crate::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
+use crate::{DedupeKey, Delivery, KeptHeaders, VerifiedDelivery};
 
 /// A handler with its type erased, as a store receives it
 /// ([`Inbox::work_one_erased`]).
@@ -67,16 +67,7 @@ impl StoredDelivery {
     /// Returns the view a handler receives: the same [`Delivery`] an inline handler
     /// gets, with [`Delivery::attempt`] counting this row's tries.
     pub fn delivery(&self) -> Delivery {
-        Delivery::from(DeliveryParts {
-            key: self.key.clone(),
-            event_type: self.event_type.clone(),
-            correlation_id: self.correlation_id.clone(),
-            signed_at: self.signed_at,
-            received_at: self.received_at,
-            attempt: self.attempts.saturating_add(1),
-            body: self.body.clone(),
-            headers: self.headers.clone(),
-        })
+        Delivery::of_row(self)
     }
 
     /// Deserializes the body into your own type.

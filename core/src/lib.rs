@@ -59,7 +59,7 @@ pub mod testing;
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
+pub use delivery::{DedupeKey, Delivery, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
