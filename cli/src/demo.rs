@@ -9,11 +9,17 @@
 //! the seed's, counted from the answers and the database, and exits 0 only when
 //! every event was applied exactly once.
 //!
+//! The handler also stages a receipt email per applied event in the outbox;
+//! relays send them to a counting HTTP sink while relay tasks are killed at random
+//! ([`receipts`]), and the table shows receipts sent = events applied.
+//!
 //! The parts: [`traffic`] (the seeded model), [`sender`] (the HTTP senders),
-//! [`ledger`] (the demo's tables and the worker's handler), [`report`] (the table).
+//! [`ledger`] (the demo's tables and the worker's handler), [`receipts`] (the
+//! outbox, its relays and the sink), [`report`] (the table).
 #![allow(clippy::print_stdout)] // the table on stdout is the command's output
 
 mod ledger;
+mod receipts;
 mod report;
 mod sender;
 mod traffic;
@@ -285,6 +291,7 @@ where
     ledger::create_tables(&mut *store.checkout().await?).await?;
     let receiver = Receiver::start(Webhook::inbox(keys.provider, store.clone())).await?;
     let workers = Workers::start(&store, workers);
+    let receipts = receipts::Receipts::start(&store, traffic.seed).await?;
     let progress = Progress::new(traffic.planned_requests(), traffic.events.len() as u64);
     let watcher = progress.watch(store.clone());
 
@@ -306,8 +313,10 @@ where
     progress.finish();
     let stopped = workers.stop().await;
     receiver.stop().await;
+    let receipts = receipts.finish(&store, drain_deadline(&traffic)).await;
     let (tally, drained, elapsed) = measured?;
     let worker = stopped?;
+    let receipts = receipts?;
 
     let tables = ledger::read_tables(&mut *store.checkout().await?).await?;
     let stats = store.stats().await?;
@@ -321,6 +330,7 @@ where
         stats,
         drained,
         elapsed,
+        receipts,
     })
 }
 

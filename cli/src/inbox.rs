@@ -167,17 +167,28 @@ async fn execute(
             vec![json!({ "replayed": replayed })]
         }
         InboxCommand::Purge { .. } => {
-            let Purged { keys, inbox_rows } = store
+            let Purged {
+                keys,
+                inbox_rows,
+                outbox_messages,
+            } = store
                 .purge(OffsetDateTime::now_utc())
                 .await
                 .map_err(failed)?;
-            vec![json!({ "purged_keys": keys, "purged_inbox_rows": inbox_rows })]
+            vec![json!({
+                "purged_keys": keys,
+                "purged_inbox_rows": inbox_rows,
+                "purged_outbox_messages": outbox_messages,
+            })]
         }
     })
 }
 
 /// Builds the purge policy from `--keep provider=duration` values.
-fn retention(keep: &[String], below_minimum: bool) -> Result<RetentionPolicy, UsageError> {
+pub(crate) fn retention(
+    keep: &[String],
+    below_minimum: bool,
+) -> Result<RetentionPolicy, UsageError> {
     let mut policy = RetentionPolicy::default();
     for rule in keep {
         let (name, duration) = rule
@@ -214,7 +225,7 @@ fn parse_duration(text: &str) -> Option<Duration> {
     number.checked_mul(seconds).map(Duration::from_secs)
 }
 
-fn unix(at: Option<OffsetDateTime>) -> Value {
+pub(crate) fn unix(at: Option<OffsetDateTime>) -> Value {
     at.map_or(Value::Null, |at| json!(at.unix_timestamp()))
 }
 

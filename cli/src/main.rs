@@ -9,7 +9,8 @@
 //! `hookbox sim` runs the seed's receiver simulation; with `--store postgres://…` it
 //! replays it with real concurrent workers and SIGKILLed worker processes.
 //!
-//! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL).
+//! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL);
+//! `hookbox outbox` its outbox.
 //!
 //! `hookbox demo` runs a receiver, a worker and a stream of faulty deliveries on this
 //! machine and prints whether every event was applied exactly once.
@@ -20,6 +21,7 @@
 
 mod demo;
 mod inbox;
+mod outbox;
 mod providers;
 mod send;
 mod sign;
@@ -63,6 +65,8 @@ enum Command {
     SimWorker(sim::SimWorkerArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
+    /// Inspect and operate a store's outbox: stats, list, show, dead, retry, purge.
+    Outbox(outbox::OutboxArgs),
     /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
     /// shuffles, forgeries, lost acks) and show each event applied exactly once.
     #[command(after_help = demo::AFTER_HELP)]
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Sign(args) => sign::run(args),
         Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
+        Command::Outbox(args) => outbox::run(args),
         Command::Sim(args) => sim::run(args),
         Command::SimWorker(args) => sim::run_worker(args),
         Command::Demo(args) => demo::run(args),

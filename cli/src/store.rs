@@ -2,11 +2,12 @@
 //! or a `postgres://` URL.
 //!
 //! [`Location::parse`] is the one place that tells the two apart; [`open_admin`]
-//! opens the operator's view of either as a `Box<dyn InboxAdmin>`.
+//! opens the operator's view of either's inbox as a `Box<dyn InboxAdmin>`,
+//! [`open_outbox_admin`] of its outbox as a `Box<dyn OutboxAdmin>`.
 
 use std::path::{Path, PathBuf};
 
-use hookbox_core::{InboxAdmin, RetentionPolicy};
+use hookbox_core::{InboxAdmin, OutboxAdmin, RetentionPolicy};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore};
 use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore};
 
@@ -64,8 +65,9 @@ pub enum OpenError {
     Postgres(#[from] PgError),
 }
 
-/// Opens the operator's view of the store `store` names (see [`Location::parse`]),
-/// with `retention` as its retention policy (what a purge deletes).
+/// Opens the operator's view of the inbox of the store `store` names (see
+/// [`Location::parse`]), with `retention` as its retention policy (what a purge
+/// deletes).
 ///
 /// `schema` is the Postgres schema the store's tables live in (the search path when
 /// `None`); a SQLite file has none and ignores it. Nothing is migrated: an operator
@@ -80,20 +82,58 @@ pub async fn open_admin(
     schema: Option<&str>,
     retention: RetentionPolicy,
 ) -> Result<Box<dyn InboxAdmin>, OpenError> {
+    open(
+        store,
+        schema,
+        retention,
+        |pg| Box::new(pg) as Box<dyn InboxAdmin>,
+        |sqlite| Box::new(sqlite),
+    )
+    .await
+}
+
+/// Opens the operator's view of the outbox of the store `store` names, as
+/// [`open_admin`] does for the inbox.
+///
+/// # Errors
+/// As [`open_admin`].
+pub async fn open_outbox_admin(
+    store: &str,
+    schema: Option<&str>,
+    retention: RetentionPolicy,
+) -> Result<Box<dyn OutboxAdmin>, OpenError> {
+    open(
+        store,
+        schema,
+        retention,
+        |pg| Box::new(pg) as Box<dyn OutboxAdmin>,
+        |sqlite| Box::new(sqlite),
+    )
+    .await
+}
+
+/// Opens either store and hands it to the matching conversion.
+async fn open<T>(
+    store: &str,
+    schema: Option<&str>,
+    retention: RetentionPolicy,
+    postgres: impl FnOnce(PgStore) -> T,
+    sqlite: impl FnOnce(SqliteStore) -> T,
+) -> Result<T, OpenError> {
     match Location::parse(store) {
         Location::Postgres(url) => {
             let mut options = PgOptions::new().max_connections(2).retention(retention);
             if let Some(schema) = schema {
                 options = options.schema(schema);
             }
-            Ok(Box::new(PgStore::connect(url, options).await?))
+            Ok(postgres(PgStore::connect(url, options).await?))
         }
         Location::Sqlite(path) => {
             if !path.exists() {
                 return Err(OpenError::NoSqliteFile(path.to_path_buf()));
             }
             let options = SqliteOptions::default().retention(retention);
-            Ok(Box::new(SqliteStore::open(path, options).await?))
+            Ok(sqlite(SqliteStore::open(path, options).await?))
         }
     }
 }

@@ -13,7 +13,9 @@
 //! Your code reaches hookbox in one shape everywhere: an async closure that gets the
 //! store's connection inside the claim's transaction ([`SideEffect`] for
 //! `process_once`, [`Handler`] for an inline endpoint or the inbox worker, both
-//! seeing the same [`Delivery`]).
+//! seeing the same [`Delivery`]). Effects that leave the database (an email, another
+//! company's API) are staged as an [`Outbox`] message in the same transaction and
+//! sent afterwards by a relay (`hookbox-outbox`).
 //!
 //! This crate holds the shared types and builds without an async runtime; the
 //! `worker` feature adds `run_worker` (on tokio), which the store crates enable.
@@ -47,6 +49,7 @@ mod error;
 mod handler;
 mod headers;
 mod inbox;
+mod outbox;
 mod provider;
 mod retention;
 mod secret;
@@ -68,6 +71,10 @@ pub use headers::{HeadersJsonError, LegacyText};
 pub use inbox::{
     AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
     RetryPolicy, StoredDelivery, Worked,
+};
+pub use outbox::{
+    Lease, Leased, Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage,
+    OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};

@@ -208,9 +208,9 @@ pub trait IdempotencyStore: Store {
         side_effect: ErasedSideEffect<'a, Self::Conn>,
     ) -> BoxFuture<'a, Result<Claim, ProcessError<Self::Error>>>;
 
-    /// Deletes processed keys and processed inbox rows older than the store's
-    /// [`RetentionPolicy`], in bounded batches. Dead letters and unprocessed rows are
-    /// never purged.
+    /// Deletes processed keys, processed inbox rows and sent outbox messages older
+    /// than the store's [`RetentionPolicy`], in bounded batches. Dead letters,
+    /// unprocessed rows and unsent messages are never purged.
     ///
     /// # Errors
     /// The database failed; what was already deleted stays deleted.
@@ -224,6 +224,8 @@ pub struct Purged {
     pub keys: u64,
     /// Processed inbox rows deleted.
     pub inbox_rows: u64,
+    /// Sent outbox messages deleted.
+    pub outbox_messages: u64,
 }
 
 /// What [`VersionGuard::advance`] did.

@@ -18,10 +18,13 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, HasSqlType, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
-use hookbox_core::{Advance, Delivery, Handler, HandlerError, Inbox, VersionGuard};
+use hookbox_core::{
+    Advance, Delivery, Handler, HandlerError, Inbox, Message, OutboxStore, VersionGuard,
+};
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
 
+use super::receipts;
 use super::traffic::{Change, Payload};
 
 /// Any failure that stops the demo before it can report: a store that cannot be
@@ -134,7 +137,7 @@ impl DemoConn for AsyncPgConnection {
 /// A store the demo runs on: the hookbox traits on one connection type, and a way to
 /// check a connection out for the demo's own tables.
 pub(crate) trait DemoStore<C: DemoConn>:
-    Inbox<Conn = C> + VersionGuard<Conn = C> + Clone + 'static
+    Inbox<Conn = C> + VersionGuard<Conn = C> + OutboxStore + Clone + 'static
 {
     /// A pooled connection.
     type Pooled: DerefMut<Target = C> + Send;
@@ -168,10 +171,10 @@ pub(crate) async fn create_tables<C: DemoConn>(conn: &mut C) -> Result<(), Failu
 }
 
 /// Returns the worker's handler: it applies one inbox row with `store`'s version
-/// guard, on the row's transaction.
+/// guard and stages its receipt in `store`'s outbox, on the row's transaction.
 pub(crate) fn handler<S, C>(store: S) -> impl Handler<C> + 'static
 where
-    S: VersionGuard<Conn = C> + Clone + 'static,
+    S: VersionGuard<Conn = C> + OutboxStore + Clone + 'static,
     C: DemoConn,
 {
     // each call runs on a fresh clone of the closure, and so of the store (a pool handle)
@@ -179,10 +182,11 @@ where
 }
 
 /// Applies one delivery: a credit, or a plan update the version guard lets through;
-/// then logs what it did. Any error rolls all of it back with the row.
+/// then logs what it did and stages the receipt email, the effect that leaves the
+/// database. Any error rolls all of it back with the row, the receipt included.
 async fn apply<S, C>(store: &S, conn: &mut C, delivery: &Delivery) -> Result<(), HandlerError>
 where
-    S: VersionGuard<Conn = C>,
+    S: VersionGuard<Conn = C> + OutboxStore,
     C: DemoConn,
 {
     let payload: Payload = delivery.parse()?;
@@ -209,6 +213,15 @@ where
         Arg::Int(i64::from(payload.forged)),
     ];
     conn.execute(LOG, &args).await?;
+    let receipt = Message::json(
+        receipts::SINK,
+        &serde_json::json!({ "event": payload.id, "account": account, "outcome": outcome }),
+    )?
+    .with_ordering_key(account);
+    store
+        .outbox(delivery.dedupe_key(), receipts::HANDLER)
+        .stage(conn, receipt)
+        .await?;
     Ok(())
 }
 

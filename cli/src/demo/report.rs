@@ -7,6 +7,7 @@ use std::time::Duration;
 use hookbox_core::{InboxStats, WorkerReport};
 
 use super::ledger::{STALE_REFUSED, Tables};
+use super::receipts::ReceiptTally;
 use super::sender::Tally;
 use super::traffic::{P_ACK_LOST, Traffic};
 
@@ -26,6 +27,8 @@ pub(crate) struct Report {
     pub(crate) drained: bool,
     /// From the first delivery sent to the inbox drained.
     pub(crate) elapsed: Duration,
+    /// The receipt emails: the outbox, the relays and the sink.
+    pub(crate) receipts: ReceiptTally,
 }
 
 /// The counts the verdict is made of.
@@ -129,6 +132,28 @@ impl Report {
         if self.stats.dead > 0 {
             broken.push(format!("{} dead letters", self.stats.dead));
         }
+        let r = &self.receipts;
+        if !r.drained {
+            broken.push(format!(
+                "the outbox did not drain: {} receipts still pending",
+                r.outbox.pending
+            ));
+        }
+        if r.outbox.sent != c.events {
+            broken.push(format!(
+                "{} receipts sent for {} events",
+                r.outbox.sent, c.events
+            ));
+        }
+        if r.keys_applied != r.outbox.sent {
+            broken.push(format!(
+                "the sink applied {} Idempotency-Keys for {} receipts sent",
+                r.keys_applied, r.outbox.sent
+            ));
+        }
+        if r.outbox.dead > 0 {
+            broken.push(format!("{} receipts dead-lettered", r.outbox.dead));
+        }
         broken
     }
 
@@ -203,6 +228,21 @@ impl fmt::Display for Report {
         table.check("dead letters", self.stats.dead, 0);
         table.check("inbox rows still pending", self.stats.pending, 0);
         table.check("ledger", c.ledger, c.expected);
+        let r = &self.receipts;
+        table.check("receipts sent through the outbox", r.outbox.sent, events);
+        table.check(
+            "  Idempotency-Keys applied at the sink",
+            r.keys_applied,
+            events,
+        );
+        table.count("  sink requests", r.requests);
+        table.count("  resent after a relay crash (absorbed)", r.absorbed);
+        table.count("  relay crashes injected", r.crashes);
+        table.check(
+            "  receipts still pending or dead",
+            r.outbox.pending + r.outbox.dead,
+            0,
+        );
         let mut out = table.0;
         let seconds = self.elapsed.as_secs_f64();
         let rate = if seconds > 0.0 {
@@ -222,7 +262,8 @@ impl fmt::Display for Report {
             let _ = writeln!(
                 out,
                 "ok: every event applied exactly once, the ledger equals the expected total, \
-                 every forgery refused, every account on its latest plan"
+                 every forgery refused, every account on its latest plan, one receipt per \
+                 event applied at the sink"
             );
         } else {
             let _ = writeln!(out, "FAILED: {}", failures.join("; "));
@@ -237,6 +278,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use hookbox_core::OutboxStats;
+
     use crate::demo::ledger::{CREDITED, PLAN_SET};
     use crate::demo::traffic::Change;
 
@@ -278,6 +321,17 @@ mod tests {
             stats: InboxStats::default(),
             drained: true,
             elapsed: Duration::from_secs(1),
+            receipts: ReceiptTally {
+                outbox: OutboxStats {
+                    sent: events as u64,
+                    ..OutboxStats::default()
+                },
+                requests: events as u64 + 2,
+                keys_applied: events as u64,
+                absorbed: 2,
+                crashes: 4,
+                drained: true,
+            },
         }
     }
 
@@ -318,6 +372,7 @@ mod tests {
         let mut report = report(traffic, tables);
         report.tally.forged_refused = 2;
         report.tally.acknowledged[7] = false;
+        report.receipts.keys_applied -= 1;
 
         let failures = report.failures().join("; ");
         for needle in [
@@ -328,6 +383,7 @@ mod tests {
             "1 forged bodies stored",
             "1 accounts not on their latest plan",
             "1 events never acknowledged",
+            "the sink applied 199 Idempotency-Keys for 200 receipts sent",
         ] {
             assert!(
                 failures.contains(needle),

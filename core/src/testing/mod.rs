@@ -10,8 +10,8 @@
 //! ```
 //!
 //! That is one `#[tokio::test]` per check. The checks are the seed's testing
-//! checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`] and
-//! [`Inbox`]; every check runs for every backend, and a capability changes what a
+//! checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`],
+//! [`Inbox`] and [`OutboxStore`]; every check runs for every backend, and a capability changes what a
 //! check expects (a leased row comes back when its lease expires, a row locked by a
 //! transaction at once), never whether it runs. The one check a harness may leave
 //! out is checklist 6, which needs a provider crate to sign with
@@ -26,6 +26,7 @@
 mod claims;
 mod fixtures;
 mod inbox;
+mod outbox;
 mod worker;
 
 use std::time::Duration;
@@ -34,8 +35,8 @@ use bytes::Bytes;
 use time::OffsetDateTime;
 
 use crate::{
-    BoxFuture, Claim, DedupeKey, IdempotencyStore, Inbox, Provider, RetentionPolicy, RetryPolicy,
-    Signer, StoreError, VerifiedDelivery, VersionGuard,
+    BoxFuture, Claim, DedupeKey, IdempotencyStore, Inbox, OutboxStore, Provider, RetentionPolicy,
+    RetryPolicy, Signer, StoreError, VerifiedDelivery, VersionGuard,
 };
 
 pub use claims::{
@@ -55,6 +56,13 @@ pub use inbox::{
     check_inbox_keeps_raw_bytes_and_headers, check_inbox_receive_dedupes,
     check_list_filters_and_orders_rows, check_one_handler_serves_both_modes,
     check_rotated_copies_are_one_event, check_tenant_keys_read_back_exactly,
+};
+pub use outbox::{
+    check_outbox_dead_letter_is_kept_and_retried_on_request,
+    check_outbox_expired_lease_goes_to_another_relay, check_outbox_messages_read_back_exactly,
+    check_outbox_ordering_key_holds_order_across_a_failure,
+    check_outbox_purge_keeps_unsent_and_dead, check_outbox_retried_handler_stages_the_same_ids,
+    check_outbox_stage_rolls_back_with_the_side_effect,
 };
 pub use worker::{
     check_attempts_count_failures_only, check_concurrent_workers_apply_each_row_once,
@@ -215,10 +223,11 @@ pub trait Harness: Send + Sync + Sized + 'static {
     type Conn: Send;
     /// The store's error.
     type Error: StoreError;
-    /// The store: all three traits over one connection type.
+    /// The store: every store trait over one connection type.
     type Store: IdempotencyStore<Conn = Self::Conn, Error = Self::Error>
         + VersionGuard
         + Inbox
+        + OutboxStore
         + 'static;
 
     /// Where this backend differs from others the suite allows for.
@@ -332,6 +341,13 @@ macro_rules! conformance_tests {
             last_error_keeps_the_cause_chain => check_last_error_keeps_the_cause_chain();
             worker_killed_mid_transaction_applies_once => check_worker_killed_mid_transaction_applies_once();
             concurrent_workers_apply_each_row_once => check_concurrent_workers_apply_each_row_once(200, 4);
+            outbox_stage_rolls_back_with_the_side_effect => check_outbox_stage_rolls_back_with_the_side_effect();
+            outbox_retried_handler_stages_the_same_ids => check_outbox_retried_handler_stages_the_same_ids();
+            outbox_expired_lease_goes_to_another_relay => check_outbox_expired_lease_goes_to_another_relay();
+            outbox_ordering_key_holds_order_across_a_failure => check_outbox_ordering_key_holds_order_across_a_failure();
+            outbox_dead_letter_is_kept_and_retried_on_request => check_outbox_dead_letter_is_kept_and_retried_on_request();
+            outbox_purge_keeps_unsent_and_dead => check_outbox_purge_keeps_unsent_and_dead();
+            outbox_messages_read_back_exactly => check_outbox_messages_read_back_exactly();
         );
     };
 }

@@ -1,6 +1,8 @@
 //! A Stripe webhook receiver: `POST /webhooks/stripe` verifies each delivery and stores
 //! it in the inbox; a worker credits the customer of every `payment_intent.succeeded`
-//! event exactly once, in the same transaction that marks the delivery processed.
+//! event exactly once, in the same transaction that marks the delivery processed, and
+//! stages a receipt email in the outbox in that same transaction; a relay sends the
+//! receipt afterwards, with the message id as its `Idempotency-Key`.
 //!
 //! ```text
 //! example-stripe                     receiver and worker in one process (default)
@@ -10,13 +12,15 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first),
+//! `RECEIPT_SINK_URL` (optional: where the relay POSTs receipts; unset, it logs them).
 #![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
 use std::time::Duration;
 
 use hookbox_axum::{Webhook, axum};
-use hookbox_core::{Delivery, HandlerError, run_worker};
+use hookbox_core::{Delivery, HandlerError, Message, OutboxStore as _, run_worker};
+use hookbox_outbox::{HttpSink, LogSink, RelayPolicy, Sinks, run_relay};
 use hookbox_redis_cache::{CacheOptions, Cached};
 use hookbox_stripe::Stripe;
 use store::diesel::sql_types::{BigInt, Text};
@@ -77,12 +81,20 @@ mod store {
 /// Anything that stops the process, with its message.
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
+/// The outbox sink receipts are staged for.
+const RECEIPTS: &str = "receipts";
+
 /// Credits the customer of a `payment_intent.succeeded` event, on the inbox row's
-/// connection: the credit and the row's `processed_at` commit together, so neither a
-/// crash nor a resend credits twice. Other events need nothing; the worker marks them
+/// connection, and stages their receipt email in the outbox: the credit, the receipt
+/// and the row's `processed_at` commit together, so neither a crash nor a resend
+/// credits or emails twice. Other events need nothing; the worker marks them
 /// processed all the same. An error (a body without the fields) rolls back; the
 /// worker retries the row with backoff, then dead-letters it.
-async fn credit(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError> {
+async fn credit(
+    store: &store::Store,
+    conn: &mut Conn,
+    delivery: &Delivery,
+) -> Result<(), HandlerError> {
     if delivery.event_type() == Some("payment_intent.succeeded") {
         let event: serde_json::Value = delivery.parse()?;
         let intent = &event["data"]["object"];
@@ -95,6 +107,15 @@ async fn credit(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerError
             .bind::<Text, _>(account)
             .bind::<BigInt, _>(amount)
             .execute(conn)
+            .await?;
+        // the email leaves the database: staged here, sent by the relay after commit
+        let receipt = serde_json::json!({ "customer": account, "amount": amount, "event": delivery.delivery_id() });
+        store
+            .outbox(delivery.dedupe_key(), "receipt")
+            .stage(
+                conn,
+                Message::json(RECEIPTS, &receipt)?.with_ordering_key(account),
+            )
             .await?;
     }
     tracing::info!(key = %delivery.dedupe_key(), event = delivery.event_type(), "applied once");
@@ -146,12 +167,23 @@ async fn main() -> Result<(), Error> {
         None
     };
 
-    let worker = work.then(|| {
+    let sinks = if work { Some(receipt_sinks()?) } else { None };
+    let worker = sinks.map(|sinks| {
         tracing::info!("worker started");
-        let (store, stop) = (store.clone(), stopped(stop.clone()));
-        tokio::spawn(
-            async move { run_worker(&store, credit, Duration::from_millis(250), stop).await },
-        )
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move {
+            let handler = {
+                let store = store.clone();
+                async move |conn: &mut Conn, delivery: &Delivery| {
+                    credit(&store, conn, delivery).await
+                }
+            };
+            let idle = Duration::from_millis(250);
+            let inbox = run_worker(&store, handler, idle, stopped(stop.clone()));
+            let relay = run_relay(&store, &sinks, RelayPolicy::default(), stopped(stop));
+            let (inbox, relay) = tokio::join!(inbox, relay);
+            Ok::<_, Error>((inbox?, relay?))
+        })
     });
     if let Some((listener, app)) = receiver {
         // graceful: in-flight requests finish before the server stops
@@ -160,11 +192,27 @@ async fn main() -> Result<(), Error> {
             .await?;
     }
     if let Some(worker) = worker {
-        // the row in progress commits or rolls back before the worker returns
-        let report = worker.await??;
-        tracing::info!(processed = report.processed, dead = report.dead, "stopped");
+        // the row in progress commits or rolls back, and the receipts in flight are
+        // recorded, before the worker returns
+        let (report, relayed) = worker.await??;
+        tracing::info!(
+            processed = report.processed,
+            dead = report.dead,
+            receipts_sent = relayed.sent,
+            "stopped"
+        );
     }
     Ok(())
+}
+
+/// Where receipts go: `RECEIPT_SINK_URL` by HTTP POST, or the log when it is unset.
+fn receipt_sinks() -> Result<Sinks, Error> {
+    let url = env_or("RECEIPT_SINK_URL", "");
+    Ok(if url.is_empty() {
+        Sinks::new().with(RECEIPTS, LogSink)
+    } else {
+        Sinks::new().with(RECEIPTS, HttpSink::new(&url)?)
+    })
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).

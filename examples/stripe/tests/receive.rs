@@ -114,3 +114,96 @@ async fn a_sqlite_build_refuses_a_postgres_url_and_says_which_build_to_use() {
         example.log()
     );
 }
+
+/// A one-route HTTP sink on a raw socket: answers 200 to every request and sends
+/// each request's head (the request line and headers, lower-cased) and body.
+async fn receipt_sink() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!(
+        "http://{}/receipts",
+        listener.local_addr().expect("its address")
+    );
+    let (send, receive) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let send = send.clone();
+            tokio::spawn(async move {
+                let mut bytes = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(read) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    bytes.extend_from_slice(&chunk[..read]);
+                    let text = String::from_utf8_lossy(&bytes).to_string();
+                    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = head.to_ascii_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length: "))
+                        .and_then(|n| n.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if body.len() < length {
+                        continue;
+                    }
+                    let _ = send.send((head, body.to_string()));
+                    let _ = stream
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                    return;
+                }
+            });
+        }
+    });
+    (url, receive)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_emails_one_receipt_through_the_outbox_with_an_idempotency_key() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let (sink, mut requests) = receipt_sink().await;
+    let example = sandbox.start_with(BIN, &[], &[("RECEIPT_SINK_URL", &sink)]);
+    let stripe = StripeSigner::new(SECRET).unwrap();
+    let body = payment(&unique("evt"), "cus_dora", 4200);
+    for _ in 0..2 {
+        let answer = example.send(PATH, &stripe, "", &body).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+    }
+    sandbox.wait_processed(1).await;
+
+    let (head, payload) = tokio::time::timeout(std::time::Duration::from_secs(20), requests.recv())
+        .await
+        .expect("the relay posted the receipt")
+        .unwrap();
+    assert!(head.starts_with("post /receipts "), "{head}");
+    let key = head
+        .lines()
+        .find_map(|line| line.strip_prefix("idempotency-key: "))
+        .expect("an Idempotency-Key header");
+    assert_eq!(key.len(), 32, "{key}");
+    assert!(payload.contains(r#""customer":"cus_dora""#), "{payload}");
+    assert!(payload.contains(r#""amount":4200"#), "{payload}");
+
+    // the resent payment staged nothing: one receipt, sent once
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(requests.try_recv().is_err(), "a second receipt was sent");
+    let sent = sandbox
+        .query_i64("SELECT COUNT(*) AS n FROM hookbox_outbox WHERE sent_at IS NOT NULL")
+        .await;
+    assert_eq!(sent, 1);
+}

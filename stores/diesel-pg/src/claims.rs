@@ -92,9 +92,9 @@ impl IdempotencyStore for PgStore {
     }
 }
 
-/// Deletes expired keys and processed inbox rows, provider by provider, in batches
-/// of `policy.batch()` rows per statement, each its own transaction, so a purge
-/// never holds many locks for long.
+/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
+/// provider, in batches of `policy.batch()` rows per statement, each its own
+/// transaction, so a purge never holds many locks for long.
 async fn purge(
     store: &PgStore,
     conn: &mut AsyncPgConnection,
@@ -133,12 +133,13 @@ async fn purge(
     let before = cutoff(DEFAULT_KEEP);
     purged.keys += delete_in_batches(conn, KEYS_OTHERS, &ruled, before, batch).await?;
     purged.inbox_rows += delete_in_batches(conn, INBOX_OTHERS, &ruled, before, batch).await?;
+    purged.outbox_messages = crate::outbox::purge_sent(store, conn, now).await?;
     Ok(purged)
 }
 
 /// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
-/// rows; returns the total.
-async fn delete_in_batches(
+/// rows; returns the total. `sql` binds the providers, the cutoff and the batch size.
+pub(crate) async fn delete_in_batches(
     conn: &mut AsyncPgConnection,
     sql: &'static str,
     providers: &[String],

@@ -56,6 +56,16 @@ pub enum PgError {
         #[source]
         source: BoxError,
     },
+    /// An outbox message holds headers that cannot be read back (edited by hand, or
+    /// written by an incompatible version); the relay dead-letters it.
+    #[error("outbox message {seq} holds unreadable headers")]
+    OutboxCorrupt {
+        /// The message's row.
+        seq: i64,
+        /// What could not be read.
+        #[source]
+        source: BoxError,
+    },
     /// The schema name given to [`PgOptions::schema`](crate::PgOptions::schema) is not
     /// a plain identifier.
     #[error(
@@ -105,6 +115,7 @@ impl StoreError for PgError {
             | Self::StatementFailed
             | Self::Migration(_)
             | Self::Corrupt { .. }
+            | Self::OutboxCorrupt { .. }
             | Self::InvalidSchema { .. } => false,
         }
     }

@@ -23,6 +23,20 @@
 //!   SQLite, so a value that is not UTF-8 reads back byte for byte.
 //! - [`VersionGuard`](hookbox_core::VersionGuard): per-object versions, in the claim's
 //!   transaction.
+//! - [`OutboxStore`](hookbox_core::OutboxStore): `stage` inserts a message into
+//!   `hookbox_outbox` on your side effect's or handler's connection (one `INSERT … ON
+//!   CONFLICT DO NOTHING` on the message id, never a transaction of its own), so it
+//!   commits with the claim and your writes or not at all, and a replayed delivery
+//!   stages nothing twice. A relay's `lease` is one autocommitted statement: it locks
+//!   due messages with `FOR UPDATE SKIP LOCKED`, skips any whose ordering key has an
+//!   earlier message neither sent nor dead (leased by another relay included), and
+//!   records a lease with a random token; the send then runs outside any
+//!   transaction, and only the token's holder can `settle` the message while no
+//!   other relay took it after the lease expired. Sent messages are purged with the
+//!   retention of their delivery's provider; pending ones and dead letters never are.
+//!   Order per key is staging order (`seq`) among messages whose transactions commit
+//!   one after the other; two transactions staging for one key at the same time may
+//!   commit, and so be sent, in either order.
 //!
 //! # Guarantees
 //!
@@ -159,6 +173,7 @@ mod error;
 mod inbox;
 mod migrations;
 mod options;
+mod outbox;
 mod pool;
 mod schema;
 mod store;

@@ -101,6 +101,7 @@ mod cached;
 mod error;
 mod key;
 mod options;
+mod outbox;
 
 pub use cached::{CacheStats, Cached, connect};
 pub use error::CacheError;

@@ -59,6 +59,15 @@ pub enum SqliteError {
         /// Which field is wrong.
         what: &'static str,
     },
+    /// An outbox message could not be read back (edited by hand, or written by an
+    /// incompatible version).
+    #[error("outbox message {seq} is unreadable: {what}")]
+    OutboxCorrupt {
+        /// The message's row.
+        seq: i64,
+        /// Which field is wrong.
+        what: &'static str,
+    },
 }
 
 impl SqliteError {
@@ -112,7 +121,8 @@ impl StoreError for SqliteError {
             | Self::CurrentThreadRuntime
             | Self::Query(_)
             | Self::Migration(_)
-            | Self::Corrupt { .. } => false,
+            | Self::Corrupt { .. }
+            | Self::OutboxCorrupt { .. } => false,
         }
     }
 }

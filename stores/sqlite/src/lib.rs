@@ -1,6 +1,6 @@
 //! The embedded SQLite store for hookbox: one file, no server.
 //!
-//! [`SqliteStore`] implements the three store traits of `hookbox-core` on diesel's
+//! [`SqliteStore`] implements the four store traits of `hookbox-core` on diesel's
 //! SQLite backend:
 //!
 //! - [`IdempotencyStore`](hookbox_core::IdempotencyStore): claim a delivery's dedupe
@@ -9,7 +9,10 @@
 //! - [`Inbox`](hookbox_core::Inbox): store the verified delivery durably, answer
 //!   2xx, and let a worker apply it later with retries, backoff and dead letters;
 //! - [`VersionGuard`](hookbox_core::VersionGuard): apply an update only when its
-//!   version is newer than the stored one, in the same transaction.
+//!   version is newer than the stored one, in the same transaction;
+//! - [`OutboxStore`](hookbox_core::OutboxStore): stage a message for a sink (an
+//!   email, another company's API) in the same transaction, for a relay to send
+//!   after the commit.
 //!
 //! Side effects and handlers are async closures that run on [`Conn`], diesel-async's
 //! [`SyncConnectionWrapper`](diesel_async::sync_connection_wrapper::SyncConnectionWrapper)
@@ -150,6 +153,15 @@
 //!   lease is still its own. The attempt is counted when the lease is taken, so a
 //!   poison event that crashes the whole process still reaches the dead-letter
 //!   limit. A handler error rolls back to a savepoint and records the failure.
+//! - **Outbox.** [`stage`](hookbox_core::OutboxStore::stage) is one
+//!   `INSERT … ON CONFLICT (message_id) DO NOTHING` on the handler's connection, so
+//!   the message commits with the claim or not at all, and a handler that runs again
+//!   (a retry after a rollback, a replay) stages nothing twice. A relay leases due
+//!   messages as the worker leases inbox rows (a token and an expiry, counted as an
+//!   attempt), in one short `BEGIN IMMEDIATE` transaction, and sends them outside
+//!   any transaction; only the lease's holder can settle a message. A message with
+//!   an ordering key waits while an earlier message of its key is neither sent nor
+//!   dead. Sent messages are purged with the retention; pending and dead ones stay.
 //! - **Time.** Every timestamp is an `INTEGER` of unix microseconds (UTC): exact,
 //!   sortable, and the same for every process that opens the file.
 //! - **Headers.** The verified headers are kept in core's one text form
@@ -165,6 +177,7 @@ mod connect;
 mod error;
 mod inbox;
 mod options;
+mod outbox;
 mod pool;
 mod rows;
 mod sql;

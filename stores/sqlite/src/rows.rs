@@ -5,7 +5,7 @@ use std::time::Duration;
 use diesel::sql_types::{BigInt, Binary, Integer, Nullable, Text};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, StoredDelivery};
+use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, MessageId, OutboxMessage, StoredDelivery};
 
 use crate::error::SqliteError;
 
@@ -23,6 +23,26 @@ pub(crate) fn from_micros(micros: i64) -> Option<OffsetDateTime> {
 /// Returns a duration in microseconds, saturating.
 pub(crate) fn duration_micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Rebuilds a dedupe key from its columns: `source` holds the key's scope
+/// (`source/tenant` when there is a tenant) and `tenant` the tenant apart. `None`
+/// when `source` does not end with `/tenant`.
+fn dedupe_key(
+    source: String,
+    provider: String,
+    delivery_id: String,
+    tenant: Option<String>,
+) -> Option<DedupeKey> {
+    Some(match tenant {
+        Some(tenant) => {
+            let source = source
+                .strip_suffix(tenant.as_str())
+                .and_then(|s| s.strip_suffix('/'))?;
+            DedupeKey::new(source, provider, delivery_id).with_tenant(tenant)
+        }
+        None => DedupeKey::new(source, provider, delivery_id),
+    })
 }
 
 /// An inbox row, as the inbox statements of [`sql`](crate::sql) select it.
@@ -91,19 +111,8 @@ impl InboxRow {
         let time = |micros: i64, what| from_micros(micros).ok_or(corrupt(what));
         let optional_time = |micros: Option<i64>, what| micros.map(|m| time(m, what)).transpose();
 
-        let provider = self.provider;
-        // `source` holds the key's scope: `source/tenant` when there is a tenant
-        let key = match self.tenant {
-            Some(tenant) => {
-                let source = self
-                    .source
-                    .strip_suffix(tenant.as_str())
-                    .and_then(|s| s.strip_suffix('/'))
-                    .ok_or(corrupt("source does not end with its tenant"))?;
-                DedupeKey::new(source, provider, self.delivery_id).with_tenant(tenant)
-            }
-            None => DedupeKey::new(self.source, provider, self.delivery_id),
-        };
+        let key = dedupe_key(self.source, self.provider, self.delivery_id, self.tenant)
+            .ok_or(corrupt("source does not end with its tenant"))?;
         Ok(StoredDelivery {
             id,
             key,
@@ -119,6 +128,89 @@ impl InboxRow {
             last_error: self.last_error,
             next_attempt_at: time(self.next_attempt_at, "next_attempt_at")?,
             processed_at: optional_time(self.processed_at, "processed_at")?,
+            dead_at: optional_time(self.dead_at, "dead_at")?,
+        })
+    }
+}
+
+/// An outbox row, as the outbox statements of [`sql`](crate::sql) select it.
+#[derive(diesel::QueryableByName)]
+pub(crate) struct OutboxRow {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+    #[diesel(sql_type = Text)]
+    message_id: String,
+    #[diesel(sql_type = Text)]
+    source: String,
+    #[diesel(sql_type = Text)]
+    provider: String,
+    #[diesel(sql_type = Text)]
+    delivery_id: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    tenant: Option<String>,
+    #[diesel(sql_type = Text)]
+    handler: String,
+    #[diesel(sql_type = BigInt)]
+    sequence: i64,
+    #[diesel(sql_type = Text)]
+    sink: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    ordering_key: Option<String>,
+    #[diesel(sql_type = Binary)]
+    payload: Vec<u8>,
+    #[diesel(sql_type = Text)]
+    headers: String,
+    #[diesel(sql_type = BigInt)]
+    staged_at: i64,
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    last_error: Option<String>,
+    #[diesel(sql_type = BigInt)]
+    next_attempt_at: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    sent_at: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    dead_at: Option<i64>,
+}
+
+impl OutboxRow {
+    /// Returns the row's `seq`.
+    pub(crate) fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    /// Rebuilds the message.
+    ///
+    /// # Errors
+    /// [`SqliteError::OutboxCorrupt`] when a column does not hold what the store
+    /// wrote.
+    pub(crate) fn into_message(self) -> Result<OutboxMessage, SqliteError> {
+        let seq = self.seq;
+        let corrupt = |what| SqliteError::OutboxCorrupt { seq, what };
+        let time = |micros: i64, what| from_micros(micros).ok_or(corrupt(what));
+        let optional_time = |micros: Option<i64>, what| micros.map(|m| time(m, what)).transpose();
+
+        let key = dedupe_key(self.source, self.provider, self.delivery_id, self.tenant)
+            .ok_or(corrupt("source does not end with its tenant"))?;
+        Ok(OutboxMessage {
+            seq: self.seq,
+            id: MessageId::from_stored(self.message_id),
+            key,
+            handler: self.handler,
+            sequence: u32::try_from(self.sequence).map_err(|_| corrupt("sequence"))?,
+            sink: self.sink,
+            ordering_key: self.ordering_key,
+            payload: Bytes::from(self.payload),
+            // every outbox row was written by `KeptHeaders::to_json`; the legacy form
+            // is the one this crate's inbox wrote, should one ever appear
+            headers: KeptHeaders::from_json(&self.headers, LegacyText::Latin1)
+                .map_err(|_| corrupt("headers"))?,
+            staged_at: time(self.staged_at, "staged_at")?,
+            attempts: u32::try_from(self.attempts).map_err(|_| corrupt("attempts"))?,
+            last_error: self.last_error,
+            next_attempt_at: time(self.next_attempt_at, "next_attempt_at")?,
+            sent_at: optional_time(self.sent_at, "sent_at")?,
             dead_at: optional_time(self.dead_at, "dead_at")?,
         })
     }

@@ -1,13 +1,14 @@
 //! Every statement the store runs, in one place: the tables for diesel's query
-//! builder, the prepared hot statements, and the SQL text of the inbox, the worker
-//! and the purge (the schema itself is in `migrations/`).
+//! builder, the prepared hot statements, and the SQL text of the inbox, the worker,
+//! the outbox and the purge (the schema itself is in `migrations/`).
 //!
 //! diesel caches a statement only when its type identifies its SQL: a query-builder
 //! `insert_into` or `select` is cached, while `sql_query` text and any upsert with
-//! `DO UPDATE` are parsed and planned again on every call. The claim is therefore a
-//! plain builder insert ([`claim_query!`]) and the version guards' conditional
-//! upserts are small [`QueryFragment`]s with a static query id; the rest runs less
-//! often and is plain text.
+//! `DO UPDATE` are parsed and planned again on every call. The claim and the
+//! outbox's stage are therefore plain builder inserts ([`claim_query!`],
+//! [`stage_query!`]), and the version guards' conditional upserts are small
+//! [`QueryFragment`]s with a static query id; the rest runs less often and is plain
+//! text.
 //!
 //! Every time is bound as unix microseconds (`BigInt`).
 
@@ -226,3 +227,161 @@ pub(crate) const PURGE_ROWS_OF_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE i
      (SELECT id FROM hookbox_inbox \
       WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? \
       AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+
+// the columns `stage_query!` writes (and the key); the others take their defaults
+// and are read and written with the SQL text below
+diesel::table! {
+    hookbox_outbox (seq) {
+        seq -> BigInt,
+        message_id -> Text,
+        source -> Text,
+        provider -> Text,
+        delivery_id -> Text,
+        tenant -> Nullable<Text>,
+        handler -> Text,
+        sequence -> BigInt,
+        sink -> Text,
+        ordering_key -> Nullable<Text>,
+        payload -> Binary,
+        headers -> Text,
+    }
+}
+
+/// `OutboxStore::stage` for `$message` (a `&StagedMessage`): `INSERT … ON CONFLICT
+/// (message_id) DO NOTHING`, so a message staged again (a retried handler, a
+/// replayed delivery) keeps its first row; one row inserted means it is new.
+/// `staged_at` and `next_attempt_at` take the column defaults. Built (not
+/// `sql_query`), like [`claim_query!`], so that a handler staging on every delivery
+/// reuses one prepared statement per connection.
+macro_rules! stage_query {
+    ($message:expr) => {{
+        use crate::sql::hookbox_outbox::dsl as outbox;
+        use diesel::ExpressionMethods as _;
+        let staged: &hookbox_core::StagedMessage = $message;
+        diesel::insert_into(outbox::hookbox_outbox)
+            .values((
+                outbox::message_id.eq(staged.id.as_str()),
+                outbox::source.eq(staged.key.scope()),
+                outbox::provider.eq(staged.key.provider()),
+                outbox::delivery_id.eq(staged.key.delivery_id()),
+                outbox::tenant.eq(staged.key.tenant()),
+                outbox::handler.eq(staged.handler.as_str()),
+                outbox::sequence.eq(i64::from(staged.sequence)),
+                outbox::sink.eq(staged.message.sink()),
+                outbox::ordering_key.eq(staged.message.ordering_key()),
+                outbox::payload.eq(staged.message.payload().as_ref()),
+                outbox::headers.eq(staged.message.headers().to_json()),
+            ))
+            .on_conflict(outbox::message_id)
+            .do_nothing()
+    }};
+}
+pub(crate) use stage_query;
+
+/// `SELECT <every column OutboxRow reads> FROM hookbox_outbox <rest>`, as a literal.
+macro_rules! select_outbox {
+    ($rest:literal) => {
+        concat!(
+            "SELECT seq, message_id, source, provider, delivery_id, tenant, handler, sequence, \
+             sink, ordering_key, payload, headers, staged_at, attempts, last_error, \
+             next_attempt_at, sent_at, dead_at FROM hookbox_outbox ",
+            $rest
+        )
+    };
+}
+
+/// The messages a relay may send now, in staging order: pending, due, no live
+/// lease, and no earlier message of their ordering key still pending (one leased by
+/// another relay counts: it may yet fail and be retried, and the order per key must
+/// hold). Binds: now, limit.
+///
+/// `INDEXED BY` the due index: left to itself the planner walks the table in `seq`
+/// order for the `ORDER BY … LIMIT`, through every sent message the retention
+/// keeps (all older than the pending ones) on every poll; the index holds pending
+/// messages only, which are then sorted.
+pub(crate) const OUTBOX_DUE: &str = select_outbox!(
+    "AS o INDEXED BY hookbox_outbox_due WHERE sent_at IS NULL AND dead_at IS NULL \
+     AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
+     AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM hookbox_outbox AS e \
+          WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq \
+          AND e.sent_at IS NULL AND e.dead_at IS NULL)) \
+     ORDER BY seq LIMIT ?2"
+);
+
+/// Leases one message and counts the attempt. Binds: leased_until, token, seq.
+pub(crate) const OUTBOX_TAKE_LEASE: &str = "UPDATE hookbox_outbox \
+     SET attempts = attempts + 1, leased_until = ?, lease_token = ? WHERE seq = ?";
+
+/// Makes a message that cannot be read back a dead letter during a lease, so it
+/// never blocks the messages behind it. Binds: dead_at, last_error, seq.
+pub(crate) const OUTBOX_DEAD_UNREADABLE: &str = "UPDATE hookbox_outbox SET dead_at = ?, \
+     last_error = ?, leased_until = NULL, lease_token = NULL WHERE seq = ?";
+
+/// `Settlement::Sent`, while the lease is still the caller's; the lease cleared.
+/// Binds: sent_at, seq, token.
+pub(crate) const OUTBOX_SENT: &str = "UPDATE hookbox_outbox \
+     SET sent_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// `Settlement::Retry`, while the lease is still the caller's; the lease cleared.
+/// Binds: last_error, next_attempt_at, seq, token.
+pub(crate) const OUTBOX_RETRY: &str = "UPDATE hookbox_outbox \
+     SET last_error = ?, next_attempt_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// `Settlement::Dead`, while the lease is still the caller's; the lease cleared.
+/// Binds: dead_at, last_error, seq, token.
+pub(crate) const OUTBOX_DEAD: &str = "UPDATE hookbox_outbox \
+     SET dead_at = ?, last_error = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// One message. Binds: message_id.
+pub(crate) const OUTBOX_GET: &str = select_outbox!("WHERE message_id = ?");
+
+/// `OutboxStore::messages` with `OutboxFilter::Pending`, in staging order (through
+/// the due index, for the reason [`OUTBOX_DUE`] gives). Binds: limit.
+pub(crate) const OUTBOX_LIST_PENDING: &str = select_outbox!(
+    "INDEXED BY hookbox_outbox_due WHERE sent_at IS NULL AND dead_at IS NULL \
+     ORDER BY seq LIMIT ?"
+);
+/// `OutboxFilter::Sent`, the most recent first. Binds: limit.
+pub(crate) const OUTBOX_LIST_SENT: &str =
+    select_outbox!("WHERE sent_at IS NOT NULL ORDER BY sent_at DESC, seq DESC LIMIT ?");
+/// `OutboxFilter::Dead`, the oldest first. Binds: limit.
+pub(crate) const OUTBOX_LIST_DEAD: &str =
+    select_outbox!("WHERE dead_at IS NOT NULL ORDER BY dead_at, seq LIMIT ?");
+/// `OutboxFilter::All`, the newest first. Binds: limit.
+pub(crate) const OUTBOX_LIST_ALL: &str = select_outbox!("ORDER BY seq DESC LIMIT ?");
+
+/// Makes one sent or dead message due now (the database's clock) with its attempts
+/// reset; `last_error` stays, for the record. Binds: message_id.
+pub(crate) const OUTBOX_RETRY_MESSAGE: &str = "UPDATE hookbox_outbox \
+     SET sent_at = NULL, dead_at = NULL, attempts = 0, \
+     next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
+     leased_until = NULL, lease_token = NULL \
+     WHERE message_id = ? AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)";
+
+/// [`OUTBOX_RETRY_MESSAGE`] for every dead letter.
+pub(crate) const OUTBOX_RETRY_DEAD: &str = "UPDATE hookbox_outbox \
+     SET dead_at = NULL, attempts = 0, \
+     next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
+     leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
+
+/// `OutboxStore::outbox_stats` in one statement.
+pub(crate) const OUTBOX_STATS: &str = "SELECT \
+     (SELECT COUNT(*) FROM hookbox_outbox WHERE sent_at IS NULL AND dead_at IS NULL) \
+     AS pending, \
+     (SELECT COUNT(*) FROM hookbox_outbox WHERE sent_at IS NOT NULL) AS sent, \
+     (SELECT COUNT(*) FROM hookbox_outbox WHERE dead_at IS NOT NULL) AS dead, \
+     (SELECT MIN(staged_at) FROM hookbox_outbox WHERE sent_at IS NULL AND dead_at IS NULL) \
+     AS oldest_pending";
+
+/// Deletes up to a batch of one provider's sent messages past the cutoff (never
+/// pending messages or dead letters). Binds: provider, cutoff, batch size.
+pub(crate) const PURGE_OUTBOX: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
+     (SELECT seq FROM hookbox_outbox WHERE provider = ? AND sent_at < ? LIMIT ?)";
+/// [`PURGE_OUTBOX`] for every provider without a rule of its own. Binds as
+/// [`PURGE_KEYS_OF_OTHERS`].
+pub(crate) const PURGE_OUTBOX_OF_OTHERS: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
+     (SELECT seq FROM hookbox_outbox \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND sent_at < ? LIMIT ?)";

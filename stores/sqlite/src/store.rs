@@ -18,6 +18,7 @@ use crate::blocking;
 use crate::connect::{Conn, file_url};
 use crate::error::{SqliteError, TxError};
 use crate::options::SqliteOptions;
+use crate::outbox;
 use crate::pool::{self, ConnPool, PooledConnection};
 use crate::rows::{duration_micros, micros};
 use crate::sql::{self, claim_query};
@@ -268,7 +269,8 @@ impl VersionGuard for SqliteStore {
     }
 }
 
-/// Deletes expired keys and processed inbox rows, provider by provider, in batches.
+/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
+/// provider, in batches.
 async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, SqliteError> {
     let policy = &store.inner.options.retention;
     let batch = i64::from(policy.batch());
@@ -289,13 +291,14 @@ async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, Sqlit
         delete_in_batches(&mut conn, sql::PURGE_KEYS_OF_OTHERS, &ruled, before, batch).await?;
     purged.inbox_rows +=
         delete_in_batches(&mut conn, sql::PURGE_ROWS_OF_OTHERS, &ruled, before, batch).await?;
+    purged.outbox_messages = outbox::purge_sent_messages(&mut conn, policy, now).await?;
     Ok(purged)
 }
 
 /// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
 /// rows; returns the total. Each statement is its own short transaction, so a large
 /// purge never holds the write lock for long.
-async fn delete_in_batches(
+pub(crate) async fn delete_in_batches(
     conn: &mut Conn,
     sql: &'static str,
     selector: &str,

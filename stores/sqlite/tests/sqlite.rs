@@ -66,8 +66,8 @@ async fn migrate_is_idempotent_and_memory_databases_are_refused() {
     let store = SqliteStore::open(dir.db(), SqliteOptions::default())
         .await
         .unwrap();
-    // the schema, then the inbox's correlation id and signed time
-    assert_eq!(store.migrate().await.unwrap(), 2);
+    // the schema, the inbox's correlation id and signed time, the outbox
+    assert_eq!(store.migrate().await.unwrap(), 3);
     assert_eq!(store.migrate().await.unwrap(), 0);
 
     let memory = SqliteStore::open(":memory:", SqliteOptions::default()).await;
@@ -126,7 +126,11 @@ async fn rows_from_before_the_second_migration_read_back_without_the_new_facts()
     let store = SqliteStore::open(dir.db(), SqliteOptions::default())
         .await
         .unwrap();
-    assert_eq!(store.migrate().await.unwrap(), 1, "only the new one");
+    assert_eq!(
+        store.migrate().await.unwrap(),
+        2,
+        "only the two that came after it"
+    );
     let row = store.get(1).await.unwrap().unwrap();
     assert_eq!(row.key.delivery_id(), "evt_old");
     assert_eq!((row.correlation_id.as_deref(), row.signed_at), (None, None));
@@ -224,8 +228,8 @@ async fn concurrent_first_migrations_apply_the_schema_once() {
         applied.push(task.await.unwrap());
     }
     applied.sort();
-    // one process applies both migrations in its one transaction; the rest find none
-    assert_eq!(applied, [0, 0, 0, 2]);
+    // one process applies every migration in its one transaction; the rest find none
+    assert_eq!(applied, [0, 0, 0, 3]);
 }
 
 /// A future dropped mid-transaction must not leave SQLite's write lock held by a

@@ -1,0 +1,241 @@
+//! `hookbox outbox`: an operator's view of a store's outbox, on a SQLite file or a
+//! Postgres URL: backlog and oldest unsent, dead letters with their last error, a
+//! resend on request, purge by retention. Every command prints JSON on stdout.
+
+#![allow(clippy::print_stdout)] // printing the JSON lines is this command's job
+
+use std::process::ExitCode;
+
+use base64::Engine as _;
+use clap::{Args, Subcommand, ValueEnum};
+use hookbox_cli::store::open_outbox_admin;
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    AnyStoreError, MessageId, OutboxFilter, OutboxMessage, OutboxStats, RetentionPolicy,
+    error_chain,
+};
+use serde_json::{Value, json};
+
+use crate::UsageError;
+use crate::inbox::{retention, unix};
+
+/// Arguments of `hookbox outbox`.
+#[derive(Debug, Args)]
+pub(crate) struct OutboxArgs {
+    /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
+    #[arg(long, env = "HOOKBOX_STORE")]
+    store: String,
+    /// The Postgres schema the store's tables live in (default: the search path).
+    #[arg(long)]
+    schema: Option<String>,
+    #[command(subcommand)]
+    command: OutboxCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum OutboxCommand {
+    /// Counts: pending (the backlog), sent, dead, and the oldest pending message.
+    Stats,
+    /// Lists messages, one JSON object per line.
+    List {
+        /// Which messages.
+        #[arg(long, value_enum, default_value = "pending")]
+        status: Status,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Prints one message with its payload and headers.
+    Show {
+        /// The message's id (from `list`): the Idempotency-Key the sink saw.
+        id: String,
+    },
+    /// Lists dead letters with their last error, oldest first.
+    Dead {
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Sends a dead or already sent message again (attempts reset), or with `--dead`
+    /// every dead letter. The id stays the same, so a downstream that honours it
+    /// still applies the message once.
+    Retry {
+        /// The message's id.
+        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
+        id: Option<String>,
+        /// Retry every dead letter.
+        #[arg(long)]
+        dead: bool,
+    },
+    /// Deletes sent messages older than the retention; pending and dead messages are
+    /// never purged.
+    Purge {
+        /// `provider=duration` (e.g. `shopify=24h`, `stripe=45d`); refused when shorter
+        /// than the provider's resend window. Providers without one keep 30 days.
+        #[arg(long = "keep", value_name = "PROVIDER=DURATION")]
+        keep: Vec<String>,
+        /// Accept a `--keep` shorter than the provider's minimum.
+        #[arg(long)]
+        below_provider_minimum: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Status {
+    Pending,
+    Sent,
+    Dead,
+    All,
+}
+
+impl From<Status> for OutboxFilter {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Pending,
+            Status::Sent => Self::Sent,
+            Status::Dead => Self::Dead,
+            Status::All => Self::All,
+        }
+    }
+}
+
+/// Runs `hookbox outbox`: 0 on success, 1 when the store failed, 2 for usage errors.
+pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
+    let purge_policy = match &args.command {
+        OutboxCommand::Purge {
+            keep,
+            below_provider_minimum,
+        } => Some(retention(keep, *below_provider_minimum)?),
+        _ => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| UsageError(format!("cannot start the runtime: {err}")))?;
+    Ok(runtime.block_on(async {
+        match execute(args, purge_policy).await {
+            Ok(lines) => {
+                for line in lines {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        }
+    }))
+}
+
+async fn execute(
+    args: &OutboxArgs,
+    purge_policy: Option<RetentionPolicy>,
+) -> Result<Vec<Value>, String> {
+    // no migration: an operator command never changes the schema
+    let store = open_outbox_admin(
+        &args.store,
+        args.schema.as_deref(),
+        purge_policy.unwrap_or_default(),
+    )
+    .await
+    .map_err(|err| error_chain(&err))?;
+    let failed = |err: AnyStoreError| error_chain(&err);
+    let rows = |rows: Vec<OutboxMessage>| rows.iter().map(summary).collect::<Vec<_>>();
+    Ok(match &args.command {
+        OutboxCommand::Stats => vec![stats_json(store.stats().await.map_err(failed)?)],
+        OutboxCommand::List { status, limit } => {
+            rows(store.list((*status).into(), *limit).await.map_err(failed)?)
+        }
+        OutboxCommand::Dead { limit } => rows(
+            store
+                .list(OutboxFilter::Dead, *limit)
+                .await
+                .map_err(failed)?,
+        ),
+        OutboxCommand::Show { id } => {
+            let id = MessageId::from_stored(id.clone());
+            match store.get(&id).await.map_err(failed)? {
+                Some(message) => vec![detail(&message)],
+                None => return Err(format!("no outbox message with id {id}")),
+            }
+        }
+        OutboxCommand::Retry { id, dead } => {
+            let retried = if *dead {
+                store.retry_dead().await.map_err(failed)?
+            } else {
+                let id = MessageId::from_stored(id.clone().ok_or("give a message id or --dead")?);
+                if !store.retry(&id).await.map_err(failed)? {
+                    return Err(format!(
+                        "no sent or dead outbox message with id {id} (a pending one is already due)"
+                    ));
+                }
+                1
+            };
+            vec![json!({ "retried": retried })]
+        }
+        OutboxCommand::Purge { .. } => {
+            let purged = store
+                .purge(OffsetDateTime::now_utc())
+                .await
+                .map_err(failed)?;
+            vec![json!({ "purged_outbox_messages": purged })]
+        }
+    })
+}
+
+fn stats_json(stats: OutboxStats) -> Value {
+    let now = OffsetDateTime::now_utc();
+    json!({
+        "pending": stats.pending,
+        "sent": stats.sent,
+        "dead": stats.dead,
+        "oldest_pending": unix(stats.oldest_pending),
+        "oldest_pending_age_secs": stats.oldest_pending.map(|at| (now - at).whole_seconds().max(0)),
+    })
+}
+
+fn summary(message: &OutboxMessage) -> Value {
+    json!({
+        "id": message.id.as_str(),
+        "status": message.state(),
+        "sink": message.sink,
+        "ordering_key": message.ordering_key,
+        "provider": message.key.provider(),
+        "scope": message.key.scope(),
+        "delivery_id": message.key.delivery_id(),
+        "handler": message.handler,
+        "sequence": message.sequence,
+        "staged_at": message.staged_at.unix_timestamp(),
+        "attempts": message.attempts,
+        "next_attempt_at": message.next_attempt_at.unix_timestamp(),
+        "sent_at": unix(message.sent_at),
+        "dead_at": unix(message.dead_at),
+        "last_error": message.last_error,
+        "payload_bytes": message.payload.len(),
+    })
+}
+
+fn detail(message: &OutboxMessage) -> Value {
+    let mut value = summary(message);
+    let headers: Vec<Value> = message
+        .headers
+        .iter()
+        .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
+        .collect();
+    // the payload as text when it is UTF-8, else base64: never a lossy copy
+    let (payload, encoding) = match std::str::from_utf8(&message.payload) {
+        Ok(text) => (text.to_string(), "utf-8"),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(&message.payload),
+            "base64",
+        ),
+    };
+    if let Value::Object(map) = &mut value {
+        map.insert("headers".into(), Value::Array(headers));
+        map.insert("payload".into(), Value::String(payload));
+        map.insert("payload_encoding".into(), Value::String(encoding.into()));
+    }
+    value
+}

@@ -1,0 +1,215 @@
+//! The relay against a real SQLite file and a real HTTP sink on a socket: ids as
+//! idempotency keys, retries, dead letters, unknown sinks, the send timeout.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Behaviour, SinkServer, stage_events};
+use hookbox_core::{BoxFuture, OutboxFilter, OutboxMessage, OutboxStore, RetryPolicy};
+use hookbox_outbox::{HttpSink, RelayPolicy, Sink, SinkError, Sinks, relay_once, run_relay};
+use hookbox_sqlite::testing::TempDir;
+use hookbox_sqlite::{SqliteOptions, SqliteStore};
+
+async fn sqlite(dir: &TempDir) -> SqliteStore {
+    let store = SqliteStore::open(&dir.db(), SqliteOptions::default())
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    store
+}
+
+fn quick(max_attempts: u32) -> RelayPolicy {
+    RelayPolicy {
+        retry: RetryPolicy {
+            max_attempts,
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+        },
+        idle: Duration::from_millis(10),
+        ..RelayPolicy::default()
+    }
+}
+
+/// Relays until nothing is pending; returns the rounds it took.
+async fn drain<S: OutboxStore>(store: &S, sinks: &Sinks, policy: &RelayPolicy) -> u32 {
+    for rounds in 0..1_000 {
+        relay_once(store, sinks, policy).await.unwrap();
+        if store.outbox_stats().await.unwrap().pending == 0 {
+            return rounds + 1;
+        }
+    }
+    panic!("the outbox never drained");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_relay_sends_each_message_with_its_id_as_the_idempotency_key() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    let sink = SinkServer::start(Behaviour::default()).await;
+    let ids = stage_events(&store, 10, 2, 3).await;
+    let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
+    drain(&store, &sinks, &quick(5)).await;
+
+    assert_eq!(sink.state.applied_count(), 20);
+    for id in &ids {
+        let seen = sink.state.requests_for(id.as_str());
+        assert_eq!(seen.len(), 1, "one request per message");
+        assert_eq!((seen[0].attempt, seen[0].status), (1, 200));
+    }
+    assert_eq!(
+        sink.state
+            .order_violations
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+    let stats = store.outbox_stats().await.unwrap();
+    assert_eq!((stats.pending, stats.sent, stats.dead), (0, 20, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_failing_sink_is_retried_then_dead_lettered_at_the_limit() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    let sink = SinkServer::start(Behaviour {
+        status: Some(503),
+        ..Behaviour::default()
+    })
+    .await;
+    let ids = stage_events(&store, 1, 1, 1).await;
+    let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
+    drain(&store, &sinks, &quick(3)).await;
+
+    let attempts: Vec<u32> = sink
+        .state
+        .requests_for(ids[0].as_str())
+        .iter()
+        .map(|seen| seen.attempt)
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![1, 2, 3],
+        "three attempts, numbered, then dead"
+    );
+    let dead = store.messages(OutboxFilter::Dead, 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(
+        dead[0].last_error.as_deref().unwrap().contains("503"),
+        "{:?}",
+        dead[0].last_error
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_permanent_4xx_dead_letters_at_once_and_retry_sends_it_again() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    let sink = SinkServer::start(Behaviour {
+        status: Some(422),
+        ..Behaviour::default()
+    })
+    .await;
+    let ids = stage_events(&store, 1, 1, 1).await;
+    let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
+    let round = relay_once(&store, &sinks, &quick(5)).await.unwrap();
+    assert_eq!((round.sent, round.dead), (0, 1));
+    assert_eq!(sink.state.request_count(), 1, "a 422 is not retried");
+
+    // the operator fixes the downstream and asks for a resend
+    sink.state.behaviour.lock().unwrap().status = None;
+    assert!(store.retry_message(&ids[0]).await.unwrap());
+    let round = relay_once(&store, &sinks, &quick(5)).await.unwrap();
+    assert_eq!(round.sent, 1);
+    assert_eq!(sink.state.applied_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_message_for_a_missing_sink_waits_instead_of_vanishing() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    stage_events(&store, 1, 1, 1).await;
+    let round = relay_once(&store, &Sinks::new(), &quick(5)).await.unwrap();
+    assert_eq!(round.retried, 1);
+    let pending = store.messages(OutboxFilter::Pending, 10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(
+        pending[0]
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("no sink named `email`")
+    );
+}
+
+/// A sink that never answers.
+struct Silent;
+
+impl Sink for Silent {
+    fn send<'a>(&'a self, _: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_send_is_cut_before_its_lease_can_expire() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    stage_events(&store, 1, 1, 1).await;
+    let policy = RelayPolicy {
+        lease: Duration::from_millis(500),
+        send_timeout: Duration::from_secs(30),
+        ..quick(5)
+    };
+    assert_eq!(policy.effective_send_timeout(), Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    let round = relay_once(&store, &Sinks::new().with("email", Silent), &policy)
+        .await
+        .unwrap();
+    assert_eq!(
+        round.retried, 1,
+        "recorded by the holder, not lost to a lease"
+    );
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let row = &store.messages(OutboxFilter::Pending, 1).await.unwrap()[0];
+    assert!(
+        row.last_error
+            .as_deref()
+            .unwrap()
+            .contains("no answer within 400 ms")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_run_relay_drains_and_stops_on_shutdown() {
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    let sink = SinkServer::start(Behaviour {
+        fail_share: 0.3,
+        ..Behaviour::default()
+    })
+    .await;
+    stage_events(&store, 40, 1, 4).await;
+    let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
+    let watcher = async {
+        while store.outbox_stats().await.unwrap().pending > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_relay(&store, &sinks, quick(50), watcher),
+    )
+    .await
+    .expect("the relay drains the outbox")
+    .unwrap();
+    assert_eq!(report.sent, 40);
+    assert_eq!(sink.state.applied_count(), 40);
+    assert_eq!(
+        sink.state
+            .order_violations
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "per-key order holds through 30% failures"
+    );
+}

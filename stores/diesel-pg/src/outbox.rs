@@ -1,0 +1,540 @@
+//! The outbox: [`OutboxStore`] for [`PgStore`]. Messages are staged on the caller's
+//! connection, leased to relays with `FOR UPDATE SKIP LOCKED` and a lease token,
+//! settled by the lease's holder only, and purged once sent.
+
+use std::hash::{BuildHasher as _, RandomState};
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use hookbox_core::bytes::Bytes;
+use hookbox_core::{
+    BoxFuture, DEFAULT_KEEP, DedupeKey, KeptHeaders, Lease, Leased, LegacyText, MessageId,
+    OutboxFilter, OutboxMessage, OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,
+    error_chain,
+};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use crate::claims::delete_in_batches;
+use crate::error::PgError;
+use crate::store::PgStore;
+
+/// One outbox row as stored, without the lease (which only `lease` and `settle`
+/// look at). Read by name from SQL of this module: the table has more columns than
+/// diesel's `table!` takes without its `32-column-tables` feature.
+#[derive(QueryableByName)]
+#[diesel(check_for_backend(diesel::pg::Pg))]
+struct OutboxRow {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+    #[diesel(sql_type = Text)]
+    message_id: String,
+    #[diesel(sql_type = Text)]
+    source: String,
+    #[diesel(sql_type = Text)]
+    provider: String,
+    #[diesel(sql_type = Text)]
+    delivery_id: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    tenant: Option<String>,
+    #[diesel(sql_type = Text)]
+    handler: String,
+    #[diesel(sql_type = Integer)]
+    sequence: i32,
+    #[diesel(sql_type = Text)]
+    sink: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    ordering_key: Option<String>,
+    #[diesel(sql_type = Bytea)]
+    payload: Vec<u8>,
+    #[diesel(sql_type = Text)]
+    headers: String,
+    #[diesel(sql_type = Timestamptz)]
+    staged_at: OffsetDateTime,
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    last_error: Option<String>,
+    #[diesel(sql_type = Timestamptz)]
+    next_attempt_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    sent_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    dead_at: Option<OffsetDateTime>,
+}
+
+/// The columns of [`OutboxRow`], of the table aliased `m`.
+macro_rules! row_columns {
+    () => {
+        "m.seq, m.message_id, m.source, m.provider, m.delivery_id, m.tenant, m.handler, \
+         m.sequence, m.sink, m.ordering_key, m.payload, m.headers, m.staged_at, \
+         m.attempts, m.last_error, m.next_attempt_at, m.sent_at, m.dead_at"
+    };
+}
+
+impl OutboxRow {
+    fn into_message(self) -> Result<OutboxMessage, PgError> {
+        // the table is newer than the core's codec, so no row holds the legacy form;
+        // `Utf8` is how this crate's older inbox rows were written
+        let headers = KeptHeaders::from_json(&self.headers, LegacyText::Utf8).map_err(|err| {
+            PgError::OutboxCorrupt {
+                seq: self.seq,
+                source: Box::new(err),
+            }
+        })?;
+        // `source` holds the scope, as in hookbox_inbox: the source, or source/tenant
+        let source = match &self.tenant {
+            Some(tenant) => self
+                .source
+                .strip_suffix(tenant.as_str())
+                .and_then(|s| s.strip_suffix('/'))
+                .unwrap_or(&self.source),
+            None => &self.source,
+        };
+        let mut key = DedupeKey::new(source, self.provider, self.delivery_id);
+        if let Some(tenant) = self.tenant {
+            key = key.with_tenant(tenant);
+        }
+        Ok(OutboxMessage {
+            seq: self.seq,
+            id: MessageId::from_stored(self.message_id),
+            key,
+            handler: self.handler,
+            sequence: u32::try_from(self.sequence).unwrap_or(0),
+            sink: self.sink,
+            ordering_key: self.ordering_key,
+            payload: Bytes::from(self.payload),
+            headers,
+            staged_at: self.staged_at,
+            attempts: u32::try_from(self.attempts).unwrap_or(0),
+            last_error: self.last_error,
+            next_attempt_at: self.next_attempt_at,
+            sent_at: self.sent_at,
+            dead_at: self.dead_at,
+        })
+    }
+}
+
+/// Leases due messages in one autocommitted statement. `$1` is the relay's `now`,
+/// `$2` the limit, `$3` the end of the lease, `$4` the call's token.
+///
+/// Why two relays running this at once cannot break the guarantees, under READ
+/// COMMITTED:
+///
+/// - One message, one live lease. A relay takes a row only by locking it (`FOR
+///   UPDATE OF o`), and the row stays locked until the statement commits the new
+///   lease. A row another relay has locked is skipped (`SKIP LOCKED`), never waited
+///   for. A row another relay leased and committed after this statement's snapshot
+///   is locked in its newest version, and PostgreSQL re-checks the `WHERE` of `o` on
+///   that version (EvalPlanQual): its `leased_until` is now in the future, so it is
+///   left out. `settle` and `retry_message` meet the lease the same way, on the row
+///   lock, so a settle with an old token matches nothing once a new lease committed.
+/// - Order per key. The `NOT EXISTS` reads earlier rows of the key without locking
+///   them (`OF o`): a row leased, or being leased, by another relay is still neither
+///   sent nor dead, so it still holds back every later row of its key. The snapshot
+///   can be older than the truth only in one direction that matters here: a settle
+///   committed after the snapshot (a row became sent or dead) is not seen, which
+///   only holds a later row back until the next call. Within one call, the earliest
+///   pending row of a key is the only one of its key that can pass. A row becomes
+///   pending again only through `retry_message` / `retry_dead_messages`, an
+///   operator's explicit request to send it again, after the later ones if those
+///   went meanwhile.
+///
+/// Not covered, by any relay-side check: two transactions staging messages with the
+/// same ordering key at the same time take their `seq` when they insert, but commit
+/// in either order. A later `seq` committed first is sent before the earlier one
+/// exists for the relay. Messages staged in one transaction, or in transactions that
+/// commit one after the other, keep their order.
+const LEASE: &str = concat!(
+    "WITH due AS ( \
+       SELECT o.seq FROM hookbox_outbox o \
+       WHERE o.sent_at IS NULL AND o.dead_at IS NULL \
+         AND o.next_attempt_at <= $1 \
+         AND (o.leased_until IS NULL OR o.leased_until <= $1) \
+         AND (o.ordering_key IS NULL OR NOT EXISTS ( \
+           SELECT 1 FROM hookbox_outbox e \
+           WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq \
+             AND e.sent_at IS NULL AND e.dead_at IS NULL)) \
+       ORDER BY o.seq \
+       LIMIT $2 \
+       FOR UPDATE OF o SKIP LOCKED) \
+     UPDATE hookbox_outbox m \
+     SET attempts = m.attempts + 1, leased_until = $3, lease_token = $4 \
+     FROM due WHERE m.seq = due.seq \
+     RETURNING ",
+    row_columns!()
+);
+
+/// Settles a message if the lease is still held: `$3`/`$4` set `sent_at`/`dead_at`,
+/// `$5` replaces `last_error` and `$6` `next_attempt_at` when given.
+const SETTLE: &str = "UPDATE hookbox_outbox SET \
+       sent_at = $3, dead_at = $4, \
+       last_error = COALESCE($5, last_error), \
+       next_attempt_at = COALESCE($6, next_attempt_at), \
+       leased_until = NULL, lease_token = NULL \
+     WHERE seq = $1 AND lease_token = $2 AND sent_at IS NULL AND dead_at IS NULL";
+
+/// A dead letter made of a row whose headers cannot be read back, so it holds up
+/// neither the relay nor the later messages of its ordering key.
+const BURY: &str = "UPDATE hookbox_outbox SET \
+       dead_at = $3, last_error = $4, leased_until = NULL, lease_token = NULL \
+     WHERE seq = $1 AND lease_token = $2";
+
+/// Stages one message; `$1`…`$11` in column order, the key as `hookbox_inbox` keeps
+/// it.
+const STAGE: &str = "INSERT INTO hookbox_outbox (message_id, source, provider, \
+       delivery_id, tenant, handler, sequence, sink, ordering_key, payload, headers) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+     ON CONFLICT (message_id) DO NOTHING";
+
+/// A message an operator asked to send again: neither sent nor dead, due now, its
+/// attempts reset and any lease dropped (so the holder of an old lease cannot settle
+/// it). `last_error` is kept for the record until the next failure replaces it.
+macro_rules! retried {
+    () => {
+        "UPDATE hookbox_outbox SET sent_at = NULL, dead_at = NULL, attempts = 0, \
+           next_attempt_at = now(), leased_until = NULL, lease_token = NULL "
+    };
+}
+
+/// Retries one sent or dead message by id (`$1`).
+const RETRY_ONE: &str = concat!(
+    retried!(),
+    "WHERE message_id = $1 AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)"
+);
+
+/// Retries every dead letter.
+const RETRY_DEAD: &str = concat!(retried!(), "WHERE dead_at IS NOT NULL");
+
+/// One message by id (`$1`).
+const ONE: &str = concat!(
+    "SELECT ",
+    row_columns!(),
+    " FROM hookbox_outbox m WHERE m.message_id = $1"
+);
+
+/// The operator's lists, in each filter's order, up to `$1` rows.
+const LIST_PENDING: &str = concat!(
+    "SELECT ",
+    row_columns!(),
+    " FROM hookbox_outbox m WHERE m.sent_at IS NULL AND m.dead_at IS NULL \
+      ORDER BY m.seq ASC LIMIT $1"
+);
+const LIST_SENT: &str = concat!(
+    "SELECT ",
+    row_columns!(),
+    " FROM hookbox_outbox m WHERE m.sent_at IS NOT NULL \
+      ORDER BY m.sent_at DESC, m.seq DESC LIMIT $1"
+);
+const LIST_DEAD: &str = concat!(
+    "SELECT ",
+    row_columns!(),
+    " FROM hookbox_outbox m WHERE m.dead_at IS NOT NULL \
+      ORDER BY m.dead_at ASC, m.seq ASC LIMIT $1"
+);
+const LIST_ALL: &str = concat!(
+    "SELECT ",
+    row_columns!(),
+    " FROM hookbox_outbox m ORDER BY m.seq DESC LIMIT $1"
+);
+
+/// A fresh lease token: random (std's per-instance random hasher keys), never 0, so
+/// that a [`Lease`] made up with token 0 matches no row.
+fn new_token(now: OffsetDateTime) -> i64 {
+    let bits = RandomState::new().hash_one(now.unix_timestamp_nanos());
+    match i64::from_ne_bytes(bits.to_ne_bytes()) {
+        0 => 1,
+        token => token,
+    }
+}
+
+/// The end of a lease of `lease` from `now`, saturating at the latest time `time`
+/// represents (far inside PostgreSQL's range).
+fn lease_end(now: OffsetDateTime, lease: Duration) -> OffsetDateTime {
+    time::Duration::try_from(lease)
+        .ok()
+        .and_then(|lease| now.checked_add(lease))
+        .unwrap_or(PrimitiveDateTime::MAX.assume_utc())
+}
+
+impl OutboxStore for PgStore {
+    fn stage<'a>(
+        &'a self,
+        conn: &'a mut AsyncPgConnection,
+        message: &'a StagedMessage,
+    ) -> BoxFuture<'a, Result<Staged, PgError>> {
+        Box::pin(async move {
+            let sequence = i32::try_from(message.sequence).map_err(|err| {
+                PgError::Query(diesel::result::Error::SerializationError(Box::new(err)))
+            })?;
+            let key = &message.key;
+            let body = &message.message;
+            // one statement in the caller's transaction, which this never begins or
+            // ends: the row commits with the caller's writes or not at all. A failure
+            // is returned for the caller to pass on; one the caller swallows is still
+            // caught before its commit by the connection's failure watch
+            // (`process_once` and the worker check it). A copy of the id staged by a
+            // transaction still open makes this wait for it (up to `lock_timeout`).
+            let inserted = diesel::sql_query(STAGE)
+                .bind::<Text, _>(message.id.as_str())
+                .bind::<Text, _>(key.scope())
+                .bind::<Text, _>(key.provider())
+                .bind::<Text, _>(key.delivery_id())
+                .bind::<Nullable<Text>, _>(key.tenant())
+                .bind::<Text, _>(&message.handler)
+                .bind::<Integer, _>(sequence)
+                .bind::<Text, _>(body.sink())
+                .bind::<Nullable<Text>, _>(body.ordering_key())
+                .bind::<Bytea, _>(body.payload().as_ref())
+                .bind::<Text, _>(body.headers().to_json())
+                .execute(conn)
+                .await
+                .map_err(PgError::query)?;
+            Ok(if inserted == 1 {
+                Staged::New
+            } else {
+                Staged::AlreadyStaged
+            })
+        })
+    }
+
+    fn lease(
+        &self,
+        limit: u32,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<Vec<Leased>, PgError>> {
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let token = new_token(now);
+            let until = lease_end(now, lease);
+            self.with_connection(async move |conn| {
+                let mut rows = diesel::sql_query(LEASE)
+                    .bind::<Timestamptz, _>(now)
+                    .bind::<BigInt, _>(i64::from(limit))
+                    .bind::<Timestamptz, _>(until)
+                    .bind::<BigInt, _>(token)
+                    .load::<OutboxRow>(conn)
+                    .await
+                    .map_err(PgError::query)?;
+                rows.sort_by_key(|row| row.seq);
+                let mut leased = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let seq = row.seq;
+                    match row.into_message() {
+                        Ok(message) => leased.push(Leased {
+                            message,
+                            lease: Lease { seq, token },
+                        }),
+                        Err(err) => {
+                            // nothing a relay could send: a dead letter at once. Should
+                            // that fail, the row stays leased and comes back here when
+                            // the lease expires; the readable messages are returned
+                            // either way
+                            let _ = diesel::sql_query(BURY)
+                                .bind::<BigInt, _>(seq)
+                                .bind::<BigInt, _>(token)
+                                .bind::<Timestamptz, _>(now)
+                                .bind::<Text, _>(error_chain(&err))
+                                .execute(conn)
+                                .await;
+                        }
+                    }
+                }
+                Ok(leased)
+            })
+            .await
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        lease: Lease,
+        settlement: Settlement<'a>,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<bool, PgError>> {
+        let (sent_at, dead_at, error, at) = match settlement {
+            Settlement::Sent => (Some(now), None, None, None),
+            Settlement::Retry { error, at } => (None, None, Some(error), Some(at)),
+            Settlement::Dead { error } => (None, Some(now), Some(error), None),
+        };
+        Box::pin(self.with_connection(async move |conn| {
+            // a concurrent lease of the same row holds its row lock until it commits;
+            // this waits for it and then re-checks the token on the new version
+            let settled = diesel::sql_query(SETTLE)
+                .bind::<BigInt, _>(lease.seq)
+                .bind::<BigInt, _>(lease.token)
+                .bind::<Nullable<Timestamptz>, _>(sent_at)
+                .bind::<Nullable<Timestamptz>, _>(dead_at)
+                .bind::<Nullable<Text>, _>(error)
+                .bind::<Nullable<Timestamptz>, _>(at)
+                .execute(conn)
+                .await
+                .map_err(PgError::query)?;
+            Ok(settled == 1)
+        }))
+    }
+
+    fn message<'a>(
+        &'a self,
+        id: &'a MessageId,
+    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, PgError>> {
+        Box::pin(async move {
+            let row = self
+                .with_connection(async |conn| {
+                    diesel::sql_query(ONE)
+                        .bind::<Text, _>(id.as_str())
+                        .get_result::<OutboxRow>(conn)
+                        .await
+                        .optional()
+                        .map_err(PgError::query)
+                })
+                .await?;
+            row.map(OutboxRow::into_message).transpose()
+        })
+    }
+
+    fn messages(
+        &self,
+        filter: OutboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, PgError>> {
+        Box::pin(async move {
+            let sql = match filter {
+                OutboxFilter::Pending => LIST_PENDING,
+                OutboxFilter::Sent => LIST_SENT,
+                OutboxFilter::Dead => LIST_DEAD,
+                OutboxFilter::All => LIST_ALL,
+            };
+            let rows = self
+                .with_connection(async |conn| {
+                    diesel::sql_query(sql)
+                        .bind::<BigInt, _>(i64::from(limit))
+                        .load::<OutboxRow>(conn)
+                        .await
+                        .map_err(PgError::query)
+                })
+                .await?;
+            rows.into_iter().map(OutboxRow::into_message).collect()
+        })
+    }
+
+    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, PgError>> {
+        Box::pin(self.with_connection(async move |conn| {
+            let retried = diesel::sql_query(RETRY_ONE)
+                .bind::<Text, _>(id.as_str())
+                .execute(conn)
+                .await
+                .map_err(PgError::query)?;
+            Ok(retried == 1)
+        }))
+    }
+
+    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, PgError>> {
+        Box::pin(self.with_connection(async |conn| {
+            let retried = diesel::sql_query(RETRY_DEAD)
+                .execute(conn)
+                .await
+                .map_err(PgError::query)?;
+            Ok(retried as u64)
+        }))
+    }
+
+    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, PgError>> {
+        Box::pin(self.with_connection(async |conn| {
+            let row = diesel::sql_query(
+                "SELECT \
+                   count(*) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) AS pending, \
+                   count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent, \
+                   count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, \
+                   min(staged_at) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) \
+                     AS oldest_pending \
+                 FROM hookbox_outbox",
+            )
+            .get_result::<StatsRow>(conn)
+            .await
+            .map_err(PgError::query)?;
+            Ok(OutboxStats {
+                pending: row.pending.try_into().unwrap_or(0),
+                sent: row.sent.try_into().unwrap_or(0),
+                dead: row.dead.try_into().unwrap_or(0),
+                oldest_pending: row.oldest_pending,
+            })
+        }))
+    }
+
+    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, PgError>> {
+        Box::pin(self.with_connection(async move |conn| purge_sent(self, conn, now).await))
+    }
+}
+
+#[derive(QueryableByName)]
+struct StatsRow {
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    sent: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    oldest_pending: Option<OffsetDateTime>,
+}
+
+/// Deletes sent messages past their provider's retention, with the same rules and
+/// batches as the keys and inbox rows (`claims::purge`, which calls this too).
+pub(crate) async fn purge_sent(
+    store: &PgStore,
+    conn: &mut AsyncPgConnection,
+    now: OffsetDateTime,
+) -> Result<u64, PgError> {
+    // `$1` is an array of providers: those a rule names, or (`<> ALL`) those without
+    // a rule of their own. Sent messages only: pending ones and dead letters stay
+    const SENT: &str = "DELETE FROM hookbox_outbox WHERE seq = ANY(ARRAY( \
+         SELECT seq FROM hookbox_outbox \
+         WHERE sent_at IS NOT NULL AND provider = ANY($1) AND sent_at < $2 LIMIT $3))";
+    const SENT_OTHERS: &str = "DELETE FROM hookbox_outbox WHERE seq = ANY(ARRAY( \
+         SELECT seq FROM hookbox_outbox \
+         WHERE sent_at IS NOT NULL AND provider <> ALL($1) AND sent_at < $2 LIMIT $3))";
+
+    let policy = store.inner.options.get_retention();
+    let batch = i64::from(policy.batch());
+    let cutoff =
+        |keep: Duration| now - time::Duration::try_from(keep).unwrap_or(time::Duration::MAX);
+    let mut purged = 0;
+    for (provider, keep) in policy.rules() {
+        let one = [provider.to_string()];
+        purged += delete_in_batches(conn, SENT, &one, cutoff(keep), batch).await?;
+    }
+    let ruled: Vec<String> = policy.rules().map(|(name, _)| name.to_string()).collect();
+    purged += delete_in_batches(conn, SENT_OTHERS, &ruled, cutoff(DEFAULT_KEEP), batch).await?;
+    Ok(purged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_differ_and_are_never_zero() {
+        let now = OffsetDateTime::now_utc();
+        let tokens: std::collections::HashSet<i64> = (0..1_000).map(|_| new_token(now)).collect();
+        assert_eq!(tokens.len(), 1_000);
+        assert!(!tokens.contains(&0));
+    }
+
+    #[test]
+    fn a_lease_too_long_for_time_saturates() {
+        let now = OffsetDateTime::UNIX_EPOCH;
+        assert_eq!(
+            lease_end(now, Duration::from_secs(30)),
+            now + Duration::from_secs(30)
+        );
+        assert_eq!(
+            lease_end(now, Duration::MAX),
+            PrimitiveDateTime::MAX.assume_utc()
+        );
+    }
+}

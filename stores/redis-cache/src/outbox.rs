@@ -1,0 +1,74 @@
+//! The outbox through the cache: every call goes to the wrapped store.
+//!
+//! The outbox has no hot read a cache could answer: staging writes on the handler's
+//! connection, and the relay's lease is a write. Redis plays no part in it, so a
+//! handler written for `Cached<S>` stages exactly as it would on `S`.
+
+use std::time::Duration;
+
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    BoxFuture, Lease, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
+    Settlement, Staged, StagedMessage,
+};
+
+use crate::Cached;
+
+impl<S: OutboxStore> OutboxStore for Cached<S> {
+    fn stage<'a>(
+        &'a self,
+        conn: &'a mut S::Conn,
+        message: &'a StagedMessage,
+    ) -> BoxFuture<'a, Result<Staged, S::Error>> {
+        self.inner().stage(conn, message)
+    }
+
+    fn lease(
+        &self,
+        limit: u32,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<Vec<Leased>, S::Error>> {
+        self.inner().lease(limit, lease, now)
+    }
+
+    fn settle<'a>(
+        &'a self,
+        lease: Lease,
+        settlement: Settlement<'a>,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<bool, S::Error>> {
+        self.inner().settle(lease, settlement, now)
+    }
+
+    fn message<'a>(
+        &'a self,
+        id: &'a MessageId,
+    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, S::Error>> {
+        self.inner().message(id)
+    }
+
+    fn messages(
+        &self,
+        filter: OutboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, S::Error>> {
+        self.inner().messages(filter, limit)
+    }
+
+    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, S::Error>> {
+        self.inner().retry_message(id)
+    }
+
+    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, S::Error>> {
+        self.inner().retry_dead_messages()
+    }
+
+    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, S::Error>> {
+        self.inner().outbox_stats()
+    }
+
+    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, S::Error>> {
+        self.inner().purge_sent(now)
+    }
+}

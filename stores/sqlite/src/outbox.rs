@@ -1,0 +1,301 @@
+//! The outbox on SQLite: messages staged in the claim's transaction, and a lease
+//! per message for the relay instead of `SKIP LOCKED`.
+//!
+//! - **stage** is one `INSERT … ON CONFLICT (message_id) DO NOTHING` on the
+//!   caller's connection, inside the caller's transaction: the message commits with
+//!   the claim and the handler's writes or not at all, and a message staged again
+//!   (a handler retried after a rollback, a replayed delivery) keeps its first row.
+//! - **lease** is one short `BEGIN IMMEDIATE` transaction, run in one trip to the
+//!   blocking pool so the write lock is held for the statements only: select the due
+//!   messages in staging order, skipping any whose ordering key has an earlier
+//!   message still pending (sent and dead ones do not block), then count an attempt
+//!   on each and write a random `lease_token` with `leased_until = now + lease`.
+//!   Other relays, in this process or another one on the same file, skip them until
+//!   the lease expires. The send itself runs outside any transaction.
+//! - **settle** is one `UPDATE` that matches the lease's `seq` and token, so a relay
+//!   whose lease expired (and whose message another relay took) changes nothing.
+//!
+//! An earlier message of a key that another relay holds is still pending: it blocks
+//! the later ones until it is sent or dead, which is what keeps the order per key
+//! when its send fails and is retried.
+
+use std::time::Duration;
+
+use diesel::OptionalExtension as _;
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sqlite::SqliteConnection;
+use diesel_async::RunQueryDsl as _;
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{
+    BoxFuture, DEFAULT_KEEP, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats,
+    OutboxStore, RetentionPolicy, Settlement, Staged, StagedMessage,
+};
+
+use crate::connect::Conn;
+use crate::error::SqliteError;
+use crate::rows::{OutboxRow, duration_micros, from_micros, micros};
+use crate::sql::{self, stage_query};
+use crate::store::{SqliteStore, delete_in_batches};
+
+#[derive(diesel::QueryableByName)]
+struct Stats {
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    sent: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    oldest_pending: Option<i64>,
+}
+
+/// The lease transaction on the plain connection (see the module docs), apart so
+/// that diesel's sync `RunQueryDsl` does not meet the async one.
+mod blocking_lease {
+    use diesel::RunQueryDsl as _;
+    use diesel::sql_types::{BigInt, Text};
+    use diesel::sqlite::SqliteConnection;
+    use hookbox_core::{Lease, Leased};
+
+    use crate::error::SqliteError;
+    use crate::rows::OutboxRow;
+    use crate::sql;
+
+    /// Leases up to `limit` due messages until `until`, all times in unix
+    /// microseconds, in one `BEGIN IMMEDIATE` transaction.
+    pub(super) fn lease(
+        conn: &mut SqliteConnection,
+        limit: u32,
+        until: i64,
+        now: i64,
+    ) -> Result<Vec<Leased>, SqliteError> {
+        conn.immediate_transaction(|conn| {
+            let rows = diesel::sql_query(sql::OUTBOX_DUE)
+                .bind::<BigInt, _>(now)
+                .bind::<BigInt, _>(i64::from(limit))
+                .load::<OutboxRow>(conn)?;
+            let mut leased = Vec::with_capacity(rows.len());
+            for row in rows {
+                let seq = row.seq();
+                let mut message = match row.into_message() {
+                    Ok(message) => message,
+                    Err(err) => {
+                        // retrying cannot repair the row: dead-letter it so it never
+                        // blocks the messages of its key behind it, and say why
+                        diesel::sql_query(sql::OUTBOX_DEAD_UNREADABLE)
+                            .bind::<BigInt, _>(now)
+                            .bind::<Text, _>(err.to_string())
+                            .bind::<BigInt, _>(seq)
+                            .execute(conn)?;
+                        continue;
+                    }
+                };
+                // never 0: a settle with a zero token (a lease that was never taken)
+                // can match nothing
+                let token = fastrand::i64(1..);
+                diesel::sql_query(sql::OUTBOX_TAKE_LEASE)
+                    .bind::<BigInt, _>(until)
+                    .bind::<BigInt, _>(token)
+                    .bind::<BigInt, _>(seq)
+                    .execute(conn)?;
+                // the row as it is now: this send counted
+                message.attempts = message.attempts.saturating_add(1);
+                leased.push(Leased {
+                    message,
+                    lease: Lease { seq, token },
+                });
+            }
+            Ok(leased)
+        })
+    }
+}
+
+/// Deletes sent messages past their provider's retention in `policy`, provider by
+/// provider and then every provider without a rule at [`DEFAULT_KEEP`], in batches
+/// (as the store's purge does keys and inbox rows); returns how many. Pending
+/// messages and dead letters stay.
+pub(crate) async fn purge_sent_messages(
+    conn: &mut Conn,
+    policy: &RetentionPolicy,
+    now: OffsetDateTime,
+) -> Result<u64, SqliteError> {
+    let batch = i64::from(policy.batch());
+    let cutoff = |keep| micros(now).saturating_sub(duration_micros(keep));
+    let mut purged = 0;
+    let mut ruled = Vec::new();
+    for (provider, keep) in policy.rules() {
+        ruled.push(provider.to_string());
+        purged += delete_in_batches(conn, sql::PURGE_OUTBOX, provider, cutoff(keep), batch).await?;
+    }
+    let ruled = serde_json::Value::from(ruled).to_string();
+    let before = cutoff(DEFAULT_KEEP);
+    purged += delete_in_batches(conn, sql::PURGE_OUTBOX_OF_OTHERS, &ruled, before, batch).await?;
+    Ok(purged)
+}
+
+impl OutboxStore for SqliteStore {
+    fn stage<'a>(
+        &'a self,
+        conn: &'a mut Conn,
+        message: &'a StagedMessage,
+    ) -> BoxFuture<'a, Result<Staged, SqliteError>> {
+        Box::pin(async move {
+            // one statement on the caller's connection, one blocking-pool trip; the
+            // caller's transaction commits it or rolls it back
+            let inserted = stage_query!(message).execute(conn).await?;
+            Ok(if inserted == 1 {
+                Staged::New
+            } else {
+                Staged::AlreadyStaged
+            })
+        })
+    }
+
+    fn lease(
+        &self,
+        limit: u32,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<Vec<Leased>, SqliteError>> {
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let now = micros(now);
+            let until = now.saturating_add(duration_micros(lease));
+            let mut conn = self.connection().await?;
+            // the whole transaction in one trip: if this future is dropped, the
+            // blocking task still commits (or rolls back) before the connection is
+            // used again, and the write lock is never held across an await
+            conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+                Ok(blocking_lease::lease(conn, limit, until, now))
+            })
+            .await?
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        lease: hookbox_core::Lease,
+        settlement: Settlement<'a>,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<bool, SqliteError>> {
+        Box::pin(async move {
+            let now = micros(now);
+            let mut conn = self.connection().await?;
+            // one statement in autocommit, matching the lease's token: a relay whose
+            // lease expired changes nothing
+            let settled = match settlement {
+                Settlement::Sent => {
+                    diesel::sql_query(sql::OUTBOX_SENT)
+                        .bind::<BigInt, _>(now)
+                        .bind::<BigInt, _>(lease.seq)
+                        .bind::<BigInt, _>(lease.token)
+                        .execute(&mut *conn)
+                        .await?
+                }
+                Settlement::Retry { error, at } => {
+                    diesel::sql_query(sql::OUTBOX_RETRY)
+                        .bind::<Text, _>(error)
+                        .bind::<BigInt, _>(micros(at))
+                        .bind::<BigInt, _>(lease.seq)
+                        .bind::<BigInt, _>(lease.token)
+                        .execute(&mut *conn)
+                        .await?
+                }
+                Settlement::Dead { error } => {
+                    diesel::sql_query(sql::OUTBOX_DEAD)
+                        .bind::<BigInt, _>(now)
+                        .bind::<Text, _>(error)
+                        .bind::<BigInt, _>(lease.seq)
+                        .bind::<BigInt, _>(lease.token)
+                        .execute(&mut *conn)
+                        .await?
+                }
+            };
+            Ok(settled == 1)
+        })
+    }
+
+    fn message<'a>(
+        &'a self,
+        id: &'a MessageId,
+    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let row = diesel::sql_query(sql::OUTBOX_GET)
+                .bind::<Text, _>(id.as_str())
+                .get_result::<OutboxRow>(&mut *conn)
+                .await
+                .optional()?;
+            row.map(OutboxRow::into_message).transpose()
+        })
+    }
+
+    // operators' list; a row that cannot be read back fails the whole list with
+    // `SqliteError::OutboxCorrupt`, naming its seq
+    fn messages(
+        &self,
+        filter: OutboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, SqliteError>> {
+        let sql = match filter {
+            OutboxFilter::Pending => sql::OUTBOX_LIST_PENDING,
+            OutboxFilter::Sent => sql::OUTBOX_LIST_SENT,
+            OutboxFilter::Dead => sql::OUTBOX_LIST_DEAD,
+            OutboxFilter::All => sql::OUTBOX_LIST_ALL,
+        };
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let rows = diesel::sql_query(sql)
+                .bind::<BigInt, _>(i64::from(limit))
+                .load::<OutboxRow>(&mut *conn)
+                .await?;
+            rows.into_iter().map(OutboxRow::into_message).collect()
+        })
+    }
+
+    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let retried = diesel::sql_query(sql::OUTBOX_RETRY_MESSAGE)
+                .bind::<Text, _>(id.as_str())
+                .execute(&mut *conn)
+                .await?;
+            Ok(retried == 1)
+        })
+    }
+
+    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let retried = diesel::sql_query(sql::OUTBOX_RETRY_DEAD)
+                .execute(&mut *conn)
+                .await?;
+            Ok(retried as u64)
+        })
+    }
+
+    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let stats = diesel::sql_query(sql::OUTBOX_STATS)
+                .get_result::<Stats>(&mut *conn)
+                .await?;
+            let count = |n: i64| u64::try_from(n).unwrap_or(0);
+            Ok(OutboxStats {
+                pending: count(stats.pending),
+                sent: count(stats.sent),
+                dead: count(stats.dead),
+                oldest_pending: stats.oldest_pending.and_then(from_micros),
+            })
+        })
+    }
+
+    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            purge_sent_messages(&mut conn, &self.inner.options.retention, now).await
+        })
+    }
+}
