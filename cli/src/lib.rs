@@ -9,3 +9,9 @@
 #![forbid(unsafe_code)]
 
 pub mod store;
+
+// README.md's Rust blocks are compiled as this crate's doc tests, so the quickstart a
+// newcomer copies cannot drift from the API
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}

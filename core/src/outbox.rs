@@ -231,7 +231,14 @@ impl<'s, S: OutboxStore + ?Sized> Outbox<'s, S> {
             message,
         };
         Box::pin(async move {
-            self.store.stage(conn, &staged).await?;
+            let _outcome = self.store.stage(conn, &staged).await?;
+            // counted at the insert: a message rolled back with its transaction is
+            // counted too, as a staged attempt
+            #[cfg(feature = "metrics")]
+            if _outcome == Staged::New {
+                metrics::counter!("hookbox_outbox_staged_total", "sink" => staged.message.sink.clone())
+                    .increment(1);
+            }
             Ok(staged.id)
         })
     }

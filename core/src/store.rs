@@ -127,6 +127,14 @@ pub trait Store: Send + Sync {
     /// Returns how long the store keeps dedupe keys and processed rows; a cache in
     /// front of the store reads its TTL ceiling from here.
     fn retention(&self) -> &RetentionPolicy;
+
+    /// Checks that the store can take a delivery now: a trivial read of its own
+    /// tables on a pooled connection, bounded by the pool's timeout. A readiness
+    /// probe calls it (`hookbox_axum::health_router`); it writes nothing.
+    ///
+    /// # Errors
+    /// The database is unreachable, or its tables are gone.
+    fn ping(&self) -> BoxFuture<'_, Result<(), Self::Error>>;
 }
 
 /// Claims dedupe keys in the same transaction as the caller's side effect.
@@ -290,6 +298,10 @@ macro_rules! forward_store {
             type Error = S::Error;
             fn retention(&self) -> &RetentionPolicy {
                 (**self).retention()
+            }
+
+            fn ping(&self) -> BoxFuture<'_, Result<(), Self::Error>> {
+                (**self).ping()
             }
         }
 

@@ -29,6 +29,8 @@
 //!
 //! # Features
 //! - `http`: [`HttpSink`], a POST per message with reqwest over rustls.
+//! - `metrics`: sends by outcome, send durations and the backlog through the
+//!   `metrics` facade (see [`run_relay`]).
 //!
 //! # Examples
 //! Stage a receipt in the claim's transaction, then relay it:
@@ -66,6 +68,8 @@
 mod error;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod relay;
 mod sink;
 

@@ -95,6 +95,12 @@ impl RelayReport {
 
 /// Sends messages from `store` to `sinks` until `shutdown` completes.
 ///
+/// With the `metrics` feature it counts sends by outcome
+/// (`hookbox_outbox_sends_total{sink,outcome}`: `sent`, `retry`, `dead`,
+/// `lease_lost`), times them (`hookbox_outbox_send_duration_seconds{sink}`), and every
+/// 10 s sets `hookbox_outbox_pending`, `hookbox_outbox_dead` and
+/// `hookbox_outbox_oldest_pending_age_seconds`.
+///
 /// Each round leases up to [`RelayPolicy::batch`] due messages, sends them
 /// concurrently outside any transaction, and records each outcome (sent, retry at a
 /// backoff, or dead). When nothing is due it waits [`RelayPolicy::idle`]. Run as many
@@ -114,11 +120,15 @@ pub async fn run_relay<S: OutboxStore>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<RelayReport, S::Error> {
     let mut report = RelayReport::default();
+    #[cfg(feature = "metrics")]
+    let mut gauges = crate::metrics::Gauges::default();
     tokio::pin!(shutdown);
     loop {
         if is_ready(&mut shutdown) {
             return Ok(report);
         }
+        #[cfg(feature = "metrics")]
+        gauges.refresh(store).await;
         let wait = match relay_once(store, sinks, &policy).await {
             Ok(round) if round.leased > 0 => {
                 report.add(round);
@@ -199,14 +209,19 @@ async fn send_one<S: OutboxStore>(
             None => Err(SinkError::UnknownSink(message.sink.clone())),
             Some(sink) => {
                 let timeout = policy.effective_send_timeout();
-                tokio::time::timeout(timeout, sink.send(message))
+                #[cfg(feature = "metrics")]
+                let started = std::time::Instant::now();
+                let sent = tokio::time::timeout(timeout, sink.send(message))
                     .await
                     .unwrap_or_else(|_| {
                         Err(SinkError::Temporary(format!(
                             "no answer within {} ms",
                             timeout.as_millis()
                         )))
-                    })
+                    });
+                #[cfg(feature = "metrics")]
+                crate::metrics::send_took(&message.sink, started.elapsed());
+                sent
             }
         }
     };
@@ -225,7 +240,9 @@ async fn send_one<S: OutboxStore>(
             Outcome::Retried,
         ),
     };
-    let log = |outcome: &str| {
+    let log = |outcome: &'static str| {
+        #[cfg(feature = "metrics")]
+        crate::metrics::send(&message.sink, outcome);
         tracing::info!(
             message_id = %message.id,
             sink = %message.sink,

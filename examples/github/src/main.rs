@@ -14,12 +14,17 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first),
+//! `METRICS_PORT` (optional: serve Prometheus metrics on `/metrics` at that port; 0
+//! picks one and prints it).
+//!
+//! `GET /livez` and `GET /readyz` (503 while the store is unreachable) sit beside the
+//! webhook route for a load balancer.
 #![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum};
+use hookbox_axum::{Webhook, axum, health_router};
 use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_github::GitHub;
 use hookbox_redis_cache::{CacheOptions, Cached};
@@ -150,13 +155,20 @@ async fn main() -> Result<(), Error> {
             (true, None) => Webhook::inline(provider, store.clone(), count_push),
             (true, Some(cached)) => Webhook::inline(provider, cached, count_push),
         };
-        let app = webhook.into_router("/webhooks/github");
+        let app = webhook
+            .into_router("/webhooks/github")
+            .merge(health_router(store.clone()));
         let port = env_or("PORT", "3000");
         let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
         println!("listening on http://{}", listener.local_addr()?);
         Some((listener, app))
     } else {
         None
+    };
+    // after the address line, which tests and scripts read first
+    let metrics = match env_or("METRICS_PORT", "").as_str() {
+        "" => None,
+        port => Some(serve_metrics(port, stopped(stop.clone())).await?),
     };
 
     let worker = work.then(|| {
@@ -177,7 +189,36 @@ async fn main() -> Result<(), Error> {
         let report = worker.await??;
         tracing::info!(processed = report.processed, dead = report.dead, "stopped");
     }
+    if let Some(metrics) = metrics {
+        metrics.await??;
+    }
     Ok(())
+}
+
+/// Installs a Prometheus recorder for hookbox's metrics (the edge's deliveries and
+/// latency, the worker's rows and the inbox's backlog and lag) and serves them as
+/// text on `GET /metrics` at `port`, apart from the webhook port, until `stop`.
+async fn serve_metrics(
+    port: &str,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<tokio::task::JoinHandle<std::io::Result<()>>, Error> {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let text = handle.render();
+            async move { ([("content-type", "text/plain; version=0.0.4")], text) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+    println!("metrics on http://{}/metrics", listener.local_addr()?);
+    Ok(tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+    }))
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).

@@ -134,3 +134,79 @@ async fn sigterm_finishes_the_work_and_exits_with_status_0() {
     );
     assert!(example.log().contains("stopped"), "{}", example.log());
 }
+
+/// The value of the sample `name{labels}` in Prometheus text, 0 when absent.
+fn sample(text: &str, name: &str, labels: &str) -> f64 {
+    let wanted = format!("{name}{{{labels}}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&wanted))
+        .map_or(0.0, |value| value.trim().parse().unwrap_or(f64::NAN))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_endpoint_counts_deliveries_and_readiness_answers() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let example = sandbox.start_with(BIN, &[], &[("METRICS_PORT", "0")]);
+    let metrics = example
+        .next_line()
+        .strip_prefix("metrics on ")
+        .expect("the metrics address line")
+        .to_string();
+    let github = GitHubSigner::new(SECRET).unwrap().event("push");
+    let id = unique("delivery");
+    for _ in 0..2 {
+        assert_eq!(example.send(PATH, &github, &id, BODY).await.status, 200);
+    }
+    let forger = GitHubSigner::new("not the secret").unwrap().event("push");
+    assert_eq!(
+        example
+            .send(PATH, &forger, &unique("delivery"), BODY)
+            .await
+            .status,
+        401
+    );
+    sandbox.wait_processed(1).await;
+
+    let deliveries = |text: &str, outcome: &str| {
+        sample(
+            text,
+            "hookbox_deliveries_total",
+            &format!("provider=\"github\",outcome=\"{outcome}\""),
+        )
+    };
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = example.get(&metrics).await.body;
+        if sample(&text, "hookbox_worker_rows_total", "outcome=\"processed\"") >= 1.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(deliveries(&text, "stored"), 1.0, "{text}");
+    assert_eq!(deliveries(&text, "duplicate"), 1.0, "{text}");
+    assert_eq!(deliveries(&text, "rejected"), 1.0, "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            "hookbox_delivery_errors_total",
+            "provider=\"github\",kind=\"signature_mismatch\""
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "hookbox_worker_rows_total", "outcome=\"processed\""),
+        1.0,
+        "{text}"
+    );
+    assert!(text.contains("hookbox_ack_duration_seconds"), "{text}");
+
+    let ready = example.get("/readyz").await;
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (200, r#"{"ready":true}"#)
+    );
+    assert_eq!(example.get("/livez").await.status, 200);
+}

@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum};
+use hookbox_axum::{Webhook, axum, health_router};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_redis_cache::{CacheOptions, Cached};
@@ -136,7 +136,10 @@ async fn main() -> Result<(), Error> {
             let cached = Cached::new(store.clone(), redis, CacheOptions::default())?;
             Webhook::inbox(provider, cached)
         };
-        let app = webhook.into_router("/webhooks/standard");
+        // `GET /livez`, and `GET /readyz`: 503 while the store is unreachable
+        let app = webhook
+            .into_router("/webhooks/standard")
+            .merge(health_router(store.clone()));
         let port = env_or("PORT", "3000");
         let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
         println!("listening on http://{}", listener.local_addr()?);

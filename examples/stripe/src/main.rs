@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum};
+use hookbox_axum::{Webhook, axum, health_router};
 use hookbox_core::{Delivery, HandlerError, Message, OutboxStore as _, run_worker};
 use hookbox_outbox::{HttpSink, LogSink, RelayPolicy, Sinks, run_relay};
 use hookbox_redis_cache::{CacheOptions, Cached};
@@ -158,7 +158,10 @@ async fn main() -> Result<(), Error> {
             let cached = Cached::new(store.clone(), redis, CacheOptions::default())?;
             Webhook::inbox(provider, cached)
         };
-        let app = webhook.into_router("/webhooks/stripe");
+        // `GET /livez`, and `GET /readyz`: 503 while the store is unreachable
+        let app = webhook
+            .into_router("/webhooks/stripe")
+            .merge(health_router(store.clone()));
         let port = env_or("PORT", "3000");
         let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
         println!("listening on http://{}", listener.local_addr()?);

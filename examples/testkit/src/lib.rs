@@ -578,6 +578,48 @@ impl Example {
         }
     }
 
+    /// Returns the next line the process prints on stdout after the address line
+    /// (for example a second listener's address), waiting up to [`DEADLINE`].
+    ///
+    /// # Panics
+    /// When no line comes in time.
+    pub fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|_| panic!("no further line within {DEADLINE:?}\n{}", self.log()))
+    }
+
+    /// GETs an absolute `url` (a path on [`Example::url`] when it starts with `/`)
+    /// and reads the answer.
+    ///
+    /// # Panics
+    /// When no answer comes within [`DEADLINE`].
+    pub async fn get(&self, url: &str) -> Answer {
+        let url = if url.starts_with('/') {
+            format!("{}{url}", self.url())
+        } else {
+            url.to_string()
+        };
+        let request = Request::get(&url)
+            .body(Full::new(Bytes::new()))
+            .expect("a valid request");
+        let answer = tokio::time::timeout(DEADLINE, async {
+            let response = self.client.request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
+        })
+        .await;
+        match answer {
+            Ok(Ok((status, body))) => Answer {
+                status,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            },
+            Ok(Err(err)) => panic!("GET {url}: {err}\n{}", self.log()),
+            Err(_) => panic!("GET {url}: no answer within {DEADLINE:?}\n{}", self.log()),
+        }
+    }
+
     /// Sends the process SIGTERM (`kill -TERM <pid>`, what orchestrators send to stop
     /// a process) and waits for it to exit; returns its exit status.
     ///

@@ -114,11 +114,15 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod health;
+#[cfg(feature = "metrics")]
+mod meter;
 mod receive;
 mod response;
 mod webhook;
 
 pub use error::EdgeError;
+pub use health::{READY_TIMEOUT, health_router, ready};
 pub use receive::{process_inline, receive};
 pub use response::Outcome;
 pub use webhook::Webhook;

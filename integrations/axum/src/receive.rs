@@ -1,6 +1,8 @@
 //! The receive path without axum types, for any framework: verify, then store or
 //! apply, with one tracing span per delivery.
 
+use std::time::Instant;
+
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::{
@@ -54,6 +56,7 @@ pub async fn receive<S: Inbox>(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Outcome, EdgeError> {
+    let started = Instant::now();
     let span = delivery_span(provider.name());
     async {
         let result = async {
@@ -65,7 +68,7 @@ pub async fn receive<S: Inbox>(
             }
         }
         .await;
-        report(&result);
+        report(provider.name(), started, &result);
         result
     }
     .instrument(span)
@@ -103,6 +106,7 @@ where
     S: IdempotencyStore,
     H: Handler<S::Conn>,
 {
+    let started = Instant::now();
     let span = delivery_span(provider.name());
     async {
         let result = async {
@@ -122,7 +126,7 @@ where
             }
         }
         .await;
-        report(&result);
+        report(provider.name(), started, &result);
         result
     }
     .instrument(span)
@@ -164,8 +168,12 @@ pub(crate) fn delivery_span(provider: &str) -> Span {
 
 /// Records the outcome and status on the current span and emits one event: `info`
 /// for a 2xx, `warn` for the sender's mistakes, `error` when the delivery was not
-/// stored.
-pub(crate) fn report(result: &Result<Outcome, EdgeError>) {
+/// stored; with the `metrics` feature, counts it and its latency since `started`.
+pub(crate) fn report(provider: &str, started: Instant, result: &Result<Outcome, EdgeError>) {
+    #[cfg(feature = "metrics")]
+    crate::meter::delivery(provider, started, result);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (provider, started);
     let span = Span::current();
     match result {
         Ok(outcome) => {

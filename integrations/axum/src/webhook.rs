@@ -229,11 +229,12 @@ impl Webhook {
         body: Result<Bytes, BytesRejection>,
         limit: usize,
     ) -> Response {
+        let started = std::time::Instant::now();
         let body = match body {
             Ok(body) => body,
             Err(rejection) => {
                 let result = Err(body_error(rejection, limit));
-                async { report(&result) }
+                async { report(self.provider.name(), started, &result) }
                     .instrument(delivery_span(self.provider.name()))
                     .await;
                 return result.into_response();

@@ -12,7 +12,7 @@ use common::{
     HttpClient, TempDir, WriteLock, apply, body, drain, github, ledger_total, open, options, serve,
     signed,
 };
-use hookbox_axum::Webhook;
+use hookbox_axum::{Webhook, health_router};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{FixedClock, Inbox, Signer, VerifyOptions, run_worker};
 use hookbox_github::GitHubSigner;
@@ -450,4 +450,42 @@ async fn only_post_is_routed() {
         .build_http::<http_body_util::Empty<hookbox_core::bytes::Bytes>>();
     let response = client.get(url).await.unwrap();
     assert_eq!(response.status(), 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_flips_with_the_sqlite_file_and_liveness_stays_up() {
+    let dir = TempDir::new();
+    let store = open(&dir.db(), options()).await;
+    let router = Webhook::inbox(github(), store.clone())
+        .into_router("/github")
+        .merge(health_router(store.clone()));
+    let server = serve(router).await;
+    let client = HttpClient::new();
+    let ready = format!("{}/readyz", server.url);
+    let live = format!("{}/livez", server.url);
+
+    let answer = client.get(&ready).await;
+    assert_eq!(
+        (answer.status, &answer.json["ready"]),
+        (200, &serde_json::json!(true))
+    );
+
+    // the file moved away (a volume unmounted, a cleanup gone wrong): open
+    // connections still read the old inode, so only the path tells
+    let moved = dir.path().join("moved.db");
+    std::fs::rename(dir.db(), &moved).unwrap();
+    let answer = client.get(&ready).await;
+    assert_eq!(
+        (answer.status, answer.what()),
+        (503, "store_unavailable"),
+        "{answer:?}"
+    );
+    assert_eq!(
+        client.get(&live).await.status,
+        200,
+        "liveness does not depend on the store"
+    );
+
+    std::fs::rename(&moved, dir.db()).unwrap();
+    assert_eq!(client.get(&ready).await.status, 200);
 }

@@ -14,7 +14,7 @@ use common::{HttpClient, body, github, serve, signed};
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::SimpleAsyncConnection as _;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
-use hookbox_axum::Webhook;
+use hookbox_axum::{Webhook, health_router};
 use hookbox_core::{Delivery, HandlerError, Inbox, RetryPolicy, Worked};
 use hookbox_diesel_pg::{PgOptions, PgStore, diesel, diesel_async};
 use tokio::net::{TcpListener, TcpStream};
@@ -181,7 +181,7 @@ struct Total {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_down_is_5xx_and_the_retry_is_stored_and_applied_once() {
+async fn postgres_down_is_5xx_and_unready_and_the_retry_is_stored_and_applied_once() {
     let Some(url) = pg_url().await else { return };
     let schema = Schema {
         url: url.clone(),
@@ -211,7 +211,11 @@ async fn postgres_down_is_5xx_and_the_retry_is_stored_and_applied_once() {
     let store = PgStore::connect(&proxied, options).await.unwrap();
     store.migrate().await.unwrap();
 
-    let server = serve(Webhook::inbox(github(), store.clone()).into_router("/github")).await;
+    let router = Webhook::inbox(github(), store.clone())
+        .into_router("/github")
+        .merge(health_router(store.clone()));
+    let server = serve(router).await;
+    let ready = format!("{}/readyz", server.url);
     let client = HttpClient::new();
     let endpoint = format!("{}/github", server.url);
     let body = body("acct_1");
@@ -224,7 +228,18 @@ async fn postgres_down_is_5xx_and_the_retry_is_stored_and_applied_once() {
         200
     );
 
+    assert_eq!(
+        client.get(&ready).await.status,
+        200,
+        "ready before the outage"
+    );
     proxy.cut().await;
+    let unready = client.get(&ready).await;
+    assert_eq!(
+        (unready.status, unready.what()),
+        (503, "store_unavailable"),
+        "not ready while Postgres is unreachable: {unready:?}"
+    );
     // the pooled connection dies under the first request and the next ones cannot
     // connect: each is a transient failure, so 503 and the sender retries
     for _ in 0..3 {
@@ -237,6 +252,7 @@ async fn postgres_down_is_5xx_and_the_retry_is_stored_and_applied_once() {
     }
 
     proxy.restore();
+    assert_eq!(client.get(&ready).await.status, 200, "ready again after it");
     let retry = client.post(&endpoint, &headers, body.clone()).await;
     assert_eq!((retry.status, retry.what()), (200, "stored"), "{retry:?}");
     let again = client.post(&endpoint, &headers, body.clone()).await;

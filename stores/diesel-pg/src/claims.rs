@@ -43,6 +43,17 @@ impl Store for PgStore {
     fn retention(&self) -> &RetentionPolicy {
         self.inner.options.get_retention()
     }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), PgError>> {
+        Box::pin(self.with_connection(async |conn| {
+            // the inbox's first page: the server answers and the schema is there
+            diesel::sql_query("SELECT 1 FROM hookbox_inbox LIMIT 1")
+                .execute(conn)
+                .await
+                .map_err(PgError::query)?;
+            Ok(())
+        }))
+    }
 }
 
 impl IdempotencyStore for PgStore {

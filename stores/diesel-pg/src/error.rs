@@ -4,6 +4,8 @@
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
 use hookbox_core::StoreError;
 
+use crate::tls::SslMode;
+
 /// A boxed error, for causes whose type belongs to a library we do not re-export.
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -17,7 +19,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum PgError {
     /// A new connection could not be opened (server down or refusing connections,
-    /// authentication failed, the setup statements failed).
+    /// authentication failed, the setup statements failed, a malformed connection
+    /// string).
     #[error("could not open a postgres connection")]
     Connect(#[source] ConnectionError),
     /// No pooled connection became free within the pool timeout.
@@ -75,6 +78,59 @@ pub enum PgError {
         /// The rejected name.
         name: String,
     },
+    /// The connection string's `sslmode` is none of the values this crate knows
+    /// (libpq's `allow` included, which it does not support). Not transient.
+    #[error("invalid sslmode {value:?}: use {}", SslMode::ALLOWED)]
+    InvalidSslMode {
+        /// The rejected value.
+        value: String,
+    },
+    /// The TLS settings cannot work: a root certificate file that cannot be read,
+    /// PEM without a certificate, `sslrootcert=system` with a mode weaker than
+    /// `verify-full`. Reported by [`PgStore::connect`](crate::PgStore::connect)
+    /// before any connection is opened. Not transient.
+    #[error("invalid TLS settings: {reason}")]
+    TlsSettings {
+        /// What is wrong.
+        reason: String,
+        /// The underlying error (an I/O or PEM error), if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// `sslmode` is `require`, `verify-ca` or `verify-full` and the server answered
+    /// that it does not support TLS: the connection was closed before anything was
+    /// sent in plain text. Not transient: turn TLS on at the server (`ssl = on`) or
+    /// change `sslmode`.
+    #[error("the server does not support TLS but sslmode={sslmode}")]
+    TlsNotSupported {
+        /// The connection string's mode.
+        sslmode: SslMode,
+    },
+    /// The server's TLS certificate was refused (`verify-ca`, `verify-full`, or
+    /// `require` with a root certificate): not signed by a trusted root, not valid for
+    /// the host name, expired. Not transient.
+    #[error("the postgres server's TLS certificate was refused (sslmode={sslmode}): {reason}")]
+    TlsCertificate {
+        /// The host name the certificate was checked for (as in the connection string).
+        host: String,
+        /// The connection string's mode.
+        sslmode: SslMode,
+        /// Why, in a line ("certificate not valid for host \"db\"; it is valid for …").
+        reason: String,
+        /// rustls's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The TLS handshake failed for another reason than the certificate (no common
+    /// protocol version or cipher suite, an alert from the server). Not transient.
+    #[error("the TLS handshake with the postgres server {host:?} failed")]
+    TlsHandshake {
+        /// The host name connected to.
+        host: String,
+        /// rustls's error.
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl PgError {
@@ -116,7 +172,13 @@ impl StoreError for PgError {
             | Self::Migration(_)
             | Self::Corrupt { .. }
             | Self::OutboxCorrupt { .. }
-            | Self::InvalidSchema { .. } => false,
+            | Self::InvalidSchema { .. }
+            // a retry meets the same server, certificate and settings
+            | Self::InvalidSslMode { .. }
+            | Self::TlsSettings { .. }
+            | Self::TlsNotSupported { .. }
+            | Self::TlsCertificate { .. }
+            | Self::TlsHandshake { .. } => false,
         }
     }
 }

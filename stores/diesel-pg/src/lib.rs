@@ -152,8 +152,8 @@
 //!   round trip to every claim.
 //!
 //! Each new connection runs `SET lock_timeout`, `SET search_path` when a schema is
-//! configured, and `SET lc_messages TO 'C'` where the role may. Connections are
-//! plain TCP (tokio-postgres without TLS).
+//! configured, and `SET lc_messages TO 'C'` where the role may, over TLS or not as
+//! the URL's `sslmode` says (see [TLS](#tls)).
 //!
 //! Errors are classified for [`StoreError::is_transient`](hookbox_core::StoreError):
 //! connection refused or closed, pool timeout, lock timeout (55P03), serialization
@@ -163,6 +163,39 @@
 //! server's message: the store asks each connection for untranslated messages
 //! (`lc_messages = 'C'`), which a role without the right to set it cannot; on a server
 //! that then sends translated messages those errors read as not transient.
+//!
+//! # TLS
+//!
+//! Connections use TLS as libpq's `sslmode` in the URL says (see [`SslMode`]):
+//!
+//! | URL | connection |
+//! |---|---|
+//! | `postgres://app@db/app?sslmode=verify-full` | TLS; the certificate must chain to a trusted root and be valid for `db` |
+//! | `…?sslmode=verify-full&sslrootcert=/etc/hookbox/db-ca.pem` | the same, trusting only the CA certificates in that PEM file |
+//! | `…?sslmode=verify-ca&sslrootcert=…` | TLS; the chain is verified, the host name is not |
+//! | `…?sslmode=require` | TLS or no connection, the certificate unverified (verified as `verify-ca` when a root certificate is given) |
+//! | `postgres://app@db/app` or `…?sslmode=prefer` | TLS when the server offers it, else plain text; nothing verified |
+//! | `…?sslmode=disable` | plain text |
+//!
+//! The key/value form (`host=db user=app sslmode=verify-full`) is read the same way.
+//! A server that answers "no TLS" to a connection that requires it fails with
+//! [`PgError::TlsNotSupported`] instead of being used in plain text; a refused
+//! certificate is [`PgError::TlsCertificate`] ("certificate not valid for host …",
+//! "not signed by a trusted root"); a wrong `sslmode` value is
+//! [`PgError::InvalidSslMode`], reported by [`PgStore::connect`] before any
+//! connection opens. None of these is transient.
+//!
+//! The trusted roots are `sslrootcert`'s PEM file, else
+//! [`PgOptions::tls_root_certificates_pem`], else the Mozilla roots compiled in
+//! (`webpki-roots`: the same set on every machine, including containers without a CA
+//! bundle; `sslrootcert=system` asks for them explicitly and implies `verify-full`).
+//! libpq's `~/.postgresql/root.crt` is not read, and client certificates (`sslcert`,
+//! `sslkey`) and `sslmode=allow` are not supported. TLS is rustls (1.2 and 1.3) on
+//! the ring provider, set on the store's own rustls configuration: the process-wide
+//! rustls default is neither read nor installed. With SCRAM authentication over TLS
+//! the connection binds the login to the server's certificate
+//! (`SCRAM-SHA-256-PLUS`, `tls-server-end-point`); `channel_binding=require` in the
+//! URL insists on it.
 //!
 //! `diesel` and `diesel_async` are re-exported so your side effects use the versions
 //! this crate was built with.
@@ -177,12 +210,14 @@ mod outbox;
 mod pool;
 mod schema;
 mod store;
+mod tls;
 mod watch;
 
 pub use error::PgError;
 pub use options::PgOptions;
 pub use pool::PooledConnection;
 pub use store::PgStore;
+pub use tls::SslMode;
 
 // the driver, re-exported so users build side effects with matching versions
 pub use diesel;

@@ -1,5 +1,7 @@
 //! How a store is configured, and the statements each new connection runs.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hookbox_core::{RetentionPolicy, RetryPolicy};
@@ -27,6 +29,17 @@ pub struct PgOptions {
     lock_timeout: Duration,
     pool_timeout: Duration,
     schema: Option<String>,
+    tls_roots: Option<RootsPem>,
+}
+
+/// Root certificates in PEM, shown by their size only.
+#[derive(Clone)]
+struct RootsPem(Arc<[u8]>);
+
+impl fmt::Debug for RootsPem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} bytes of PEM>", self.0.len())
+    }
 }
 
 impl Default for PgOptions {
@@ -38,6 +51,7 @@ impl Default for PgOptions {
             lock_timeout: Duration::from_secs(5),
             pool_timeout: Duration::from_secs(5),
             schema: None,
+            tls_roots: None,
         }
     }
 }
@@ -97,6 +111,38 @@ impl PgOptions {
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = Some(schema.into());
         self
+    }
+
+    /// Trusts the root certificates in `pem` (one or more `-----BEGIN CERTIFICATE-----`
+    /// blocks: your server's CA, a cloud provider's bundle) instead of the compiled-in
+    /// Mozilla roots, for the connections whose URL names no `sslrootcert` (which
+    /// takes precedence, like a connection string over a default).
+    ///
+    /// The roots are used as the URL's `sslmode` says (see [`SslMode`](crate::SslMode)):
+    /// `verify-full` checks the chain and the host name, `verify-ca` and `require`
+    /// the chain only; `prefer` (the default when the URL has no `sslmode`) and
+    /// `disable` verify nothing, so pair this with `?sslmode=verify-full`. The PEM is
+    /// parsed by [`PgStore::connect`](crate::PgStore::connect), which fails with
+    /// [`PgError::TlsSettings`] when it holds no valid certificate.
+    ///
+    /// ```
+    /// use hookbox_diesel_pg::PgOptions;
+    ///
+    /// # fn read_ca() -> Vec<u8> { Vec::new() }
+    /// let ca: Vec<u8> = read_ca(); // e.g. std::fs::read("/etc/hookbox/db-ca.pem")?
+    /// let options = PgOptions::new().tls_root_certificates_pem(ca);
+    /// // with "postgres://app@db.internal/app?sslmode=verify-full"
+    /// # drop(options);
+    /// ```
+    pub fn tls_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_roots = Some(RootsPem(pem.into().into()));
+        self
+    }
+
+    /// Returns the root certificates given to
+    /// [`PgOptions::tls_root_certificates_pem`], if any.
+    pub fn get_tls_root_certificates_pem(&self) -> Option<&[u8]> {
+        self.tls_roots.as_ref().map(|pem| &*pem.0)
     }
 
     /// Returns the pool size.

@@ -18,26 +18,30 @@ use hookbox_core::ProcessError;
 
 use crate::error::PgError;
 use crate::options::PgOptions;
+use crate::tls::{self, Connector};
 use crate::watch::{FailureWatch, in_transaction};
 
 /// The pool of a [`PgStore`](crate::PgStore).
 pub(crate) type ConnPool = Pool<AsyncPgConnection>;
 
-/// Builds the pool for `url`; each connection, when opened, gets the failure watch,
-/// untranslated server messages where the role may set them, and `options`' setup
-/// statements.
+/// Builds the pool for `url`; each connection, when opened (with TLS as the URL's
+/// `sslmode` says), gets the failure watch, untranslated server messages where the
+/// role may set them, and `options`' setup statements.
 pub(crate) fn build(url: &str, options: &PgOptions) -> Result<ConnPool, PgError> {
+    // parsed once: a wrong URL or TLS setting fails here, before any connection
+    let connector = Arc::new(Connector::new(url, options)?);
     let setup_sql: Arc<str> = options.setup_sql().into();
     let mut config = ManagerConfig::<AsyncPgConnection>::default();
     // no test query on checkout: a connection with an open or failed transaction
     // is still refused (diesel-async checks its transaction state), and one whose
     // socket died is dropped by `PooledConnection` after its first error
     config.recycling_method = RecyclingMethod::Fast;
-    config.custom_setup = Box::new(move |url| {
-        let url = url.to_string();
+    // the connector holds the parsed URL: the manager's copy is not read again
+    config.custom_setup = Box::new(move |_url| {
+        let connector = Arc::clone(&connector);
         let setup_sql = Arc::clone(&setup_sql);
         Box::pin(async move {
-            let mut conn = AsyncPgConnection::establish(&url).await?;
+            let mut conn = connector.establish().await?;
             conn.set_instrumentation(FailureWatch::new());
             // refused unless the role may set it; the server's setting stays then
             let _ = conn.batch_execute("SET lc_messages TO 'C'").await;
@@ -64,7 +68,8 @@ pub(crate) fn pool_error(err: DeadpoolError<ManagerError>) -> PgError {
         DeadpoolError::Timeout(_) => PgError::Connect(ConnectionError::BadConnection(
             "no connection could be opened or checked within the pool timeout".into(),
         )),
-        DeadpoolError::Backend(ManagerError::ConnectionError(err)) => PgError::Connect(err),
+        // a TLS failure comes back typed (`PgError::TlsCertificate`, …)
+        DeadpoolError::Backend(ManagerError::ConnectionError(err)) => tls::connect_error(err),
         DeadpoolError::Backend(ManagerError::QueryError(err)) => PgError::query(err),
         other => PgError::Pool(Box::new(other)),
     }

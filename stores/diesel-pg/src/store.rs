@@ -41,17 +41,25 @@ impl fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Builds the pool for `url` (`postgres://user:password@host:port/database`) and
-    /// opens one connection to check that the server is reachable.
+    /// Builds the pool for `url` (`postgres://user:password@host:port/database`,
+    /// with libpq's `sslmode` and `sslrootcert` among its parameters, or the
+    /// `key=value` form) and opens one connection to check that the server is
+    /// reachable.
     ///
     /// Each connection, when opened, sets `lock_timeout`, the `search_path` when a
     /// schema is configured, and asks for untranslated server messages
     /// (`lc_messages = 'C'`, where the role may set it) so errors are classified
-    /// correctly. Connections are plain TCP: TLS is not supported yet.
+    /// correctly. It uses TLS as `sslmode` says (default `prefer`: TLS when the
+    /// server offers it); see the crate's [TLS](crate#tls) section.
     ///
     /// # Errors
-    /// [`PgError::InvalidSchema`] for a bad schema name; [`PgError::Connect`]
-    /// or [`PgError::PoolTimeout`] when no connection could be opened.
+    /// [`PgError::InvalidSchema`] for a bad schema name; [`PgError::InvalidSslMode`]
+    /// or [`PgError::TlsSettings`] for TLS settings that cannot work, and
+    /// [`PgError::Connect`] for a malformed URL, all before any connection is
+    /// opened; [`PgError::TlsNotSupported`], [`PgError::TlsCertificate`] or
+    /// [`PgError::TlsHandshake`] when the server cannot be talked to as `sslmode`
+    /// requires; [`PgError::Connect`] or [`PgError::PoolTimeout`] when no
+    /// connection could be opened.
     pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgError> {
         if let Some(schema) = options.get_schema() {
             check_schema(schema)?;

@@ -12,7 +12,7 @@ use hookbox_core::{
     RetentionPolicy, Store, StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
     Worked,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 
 use crate::key::{self, INBOX, PROCESSED};
 use crate::{CacheError, CacheOptions};
@@ -23,42 +23,6 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Keys one `SCAN` step asks for during a flush.
 const FLUSH_BATCH: u32 = 1000;
-
-/// Builds a Redis connection manager for [`Cached::new`] without connecting yet.
-///
-/// The manager connects on first use and reconnects in the background after an
-/// outage (connection attempts time out after 1 s and back off from 50 ms to 1 s),
-/// so a receiver starts and keeps answering while Redis is down. Call it inside a
-/// tokio runtime.
-///
-/// # Errors
-/// [`CacheError::Redis`] when `url` is not a Redis URL (`redis://host:port/db`,
-/// `redis+unix:///path`; this crate is built without TLS, so no `rediss://`).
-///
-/// # Examples
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), hookbox_redis_cache::CacheError> {
-/// // nothing listens on port 1: building the manager still succeeds, and every
-/// // lookup through it will fall through to the database
-/// let redis = hookbox_redis_cache::connect("redis://127.0.0.1:1/")?;
-/// # drop(redis);
-/// assert!(hookbox_redis_cache::connect("not a url").is_err());
-/// # Ok(())
-/// # }
-/// ```
-pub fn connect(url: &str) -> Result<ConnectionManager, CacheError> {
-    let client = redis::Client::open(url).map_err(CacheError::Redis)?;
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(1)))
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(Duration::from_secs(1))
-        // after these, the next command starts a fresh attempt: reconnection is
-        // driven by traffic and never waited for (each call is bounded by the
-        // cache's own timeout)
-        .set_number_of_retries(3);
-    ConnectionManager::new_lazy_with_config(client, config).map_err(CacheError::Redis)
-}
 
 /// Counts of what the cache did, for metrics and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -215,7 +179,8 @@ fn shortest_keep(retention: &RetentionPolicy) -> Duration {
 }
 
 impl<S: Store> Cached<S> {
-    /// Wraps `inner` in a Redis front cache on `redis` (see [`connect`]).
+    /// Wraps `inner` in a Redis front cache on `redis` (see [`connect`](crate::connect)
+    /// and [`connect_with_root_ca`](crate::connect_with_root_ca)).
     ///
     /// The TTL ceiling is the wrapped store's own [`Store::retention`]: the TTL must
     /// not be longer than the shortest time it keeps any provider's keys (providers
@@ -308,28 +273,33 @@ impl<S> Cached<S> {
         )
         .await;
         let state = &self.state;
-        match answer {
+        let (cached, result) = match answer {
             Ok(Ok(found)) => {
                 state.answered();
                 if found > 0 {
                     state.hits.fetch_add(1, Ordering::Relaxed);
-                    true
+                    (true, "hit")
                 } else {
                     state.misses.fetch_add(1, Ordering::Relaxed);
-                    false
+                    (false, "miss")
                 }
             }
             Ok(Err(err)) => {
                 state.lookup_failures.fetch_add(1, Ordering::Relaxed);
                 state.failed("lookup", &err);
-                false
+                (false, "fallthrough")
             }
             Err(elapsed) => {
                 state.lookup_failures.fetch_add(1, Ordering::Relaxed);
                 state.failed("lookup", &elapsed);
-                false
+                (false, "fallthrough")
             }
-        }
+        };
+        #[cfg(feature = "metrics")]
+        metrics::counter!("hookbox_cache_lookups_total", "result" => result).increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = result;
+        cached
     }
 
     /// Writes `redis_key` with the TTL, in a spawned task bounded by the timeout, so
@@ -453,6 +423,12 @@ impl<S: Store> Store for Cached<S> {
     /// Returns the wrapped store's retention (the cache's TTL ceiling).
     fn retention(&self) -> &RetentionPolicy {
         self.inner.retention()
+    }
+
+    /// Pings the wrapped store only: the cache is optional, so Redis being down
+    /// never makes the receiver unready.
+    fn ping(&self) -> BoxFuture<'_, Result<(), S::Error>> {
+        self.inner.ping()
     }
 }
 

@@ -20,9 +20,17 @@ pub enum CacheError {
         /// The shortest time the store keeps a key.
         keep: Duration,
     },
-    /// An option cannot work (a TTL or timeout of zero).
+    /// An option cannot work (a TTL or timeout of zero, a root CA for a `redis://`
+    /// URL, a `rediss://…#insecure` URL).
     #[error("invalid cache options: {0}")]
     InvalidOptions(&'static str),
+    /// The root CA given to [`connect_with_root_ca`](crate::connect_with_root_ca) is
+    /// not PEM, holds no certificate, or holds one that cannot be a root.
+    #[error("invalid root CA for rediss://: {reason}")]
+    InvalidRootCa {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The Redis URL could not be parsed or the connection manager not built.
     #[error("could not set up the redis connection")]
     Redis(#[source] redis::RedisError),

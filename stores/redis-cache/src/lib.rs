@@ -41,6 +41,26 @@
 //! `claim` (inside a transaction you own) goes to the store only, because the cache
 //! cannot know when you commit; see [`Cached`] for that and for `purge`.
 //!
+//! # TLS
+//! | URL | connection |
+//! |---|---|
+//! | `redis://cache.internal:6379/0` | plain text |
+//! | `rediss://cache.internal:6380/0` with [`connect`] | TLS; the certificate must chain to one of the Mozilla roots compiled in (`webpki-roots`) and be valid for `cache.internal` |
+//! | `rediss://cache.internal:6380/0` with [`connect_with_root_ca`] | TLS; the certificate must chain to a CA of the PEM given and be valid for `cache.internal` |
+//!
+//! TLS is rustls (1.2 and 1.3) on the ring provider. `rediss://…#insecure` (no
+//! certificate check) is refused. A TLS failure once the cache runs (a certificate
+//! refused, a server without TLS, a name mismatch) is a Redis failure like any other:
+//! every lookup misses, the database decides, and nothing fails a delivery; only
+//! what [`connect`] and [`connect_with_root_ca`] can check up front (the URL, the
+//! PEM) is an error. The redis crate builds its rustls configuration from rustls's
+//! process-wide provider: for a `rediss://` URL, [`connect`] installs ring's as that
+//! default when the process has none (see there).
+//!
+//! # Features
+//! - `metrics`: counts lookups as `hookbox_cache_lookups_total{result}` (`hit`,
+//!   `miss`, `fallthrough` for a timeout or an error) through the `metrics` facade.
+//!
 //! # Examples
 //! Wrap the embedded SQLite store; the code is the same with Redis up or down (with
 //! it down, every lookup falls through to SQLite):
@@ -98,12 +118,14 @@
 #![forbid(unsafe_code)]
 
 mod cached;
+mod connect;
 mod error;
 mod key;
 mod options;
 mod outbox;
 
-pub use cached::{CacheStats, Cached, connect};
+pub use cached::{CacheStats, Cached};
+pub use connect::{connect, connect_with_root_ca};
 pub use error::CacheError;
 pub use options::{CacheOptions, DEFAULT_PREFIX, DEFAULT_TIMEOUT, DEFAULT_TTL};
 

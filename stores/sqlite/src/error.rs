@@ -47,6 +47,11 @@ pub enum SqliteError {
     /// A query failed.
     #[error("a query failed")]
     Query(#[source] DieselError),
+    /// The database file is no longer at its path (deleted, moved, or its disk
+    /// unmounted); connections opened before still read the old file, so the store
+    /// reports itself not ready.
+    #[error("the sqlite database file {} is gone", .0.display())]
+    Missing(std::path::PathBuf),
     /// Applying the embedded migrations failed.
     #[error("applying the hookbox migrations failed")]
     Migration(#[source] Box<dyn StdError + Send + Sync>),
@@ -116,7 +121,9 @@ impl StoreError for SqliteError {
         match self {
             // a lock holder commits, a disk frees up, a mount comes back, the pool
             // gets a connection back: the same call may then succeed
-            Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) => true,
+            Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) | Self::Missing(_) => {
+                true
+            }
             Self::Config(_)
             | Self::CurrentThreadRuntime
             | Self::Query(_)

@@ -385,3 +385,6 @@ pub(crate) const PURGE_OUTBOX: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
 pub(crate) const PURGE_OUTBOX_OF_OTHERS: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
      (SELECT seq FROM hookbox_outbox \
       WHERE provider NOT IN (SELECT value FROM json_each(?)) AND sent_at < ? LIMIT ?)";
+
+/// The readiness check: reads the inbox's first page, writes nothing.
+pub(crate) const PING: &str = "SELECT 1 FROM hookbox_inbox LIMIT 1";

@@ -36,6 +36,9 @@ pub struct SqliteStore {
 pub(crate) struct Inner {
     pub(crate) pool: ConnPool,
     pub(crate) options: SqliteOptions,
+    /// The file, for the readiness check: open connections still read a file that
+    /// was deleted or replaced, so [`Store::ping`] looks at the path too.
+    pub(crate) path: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -79,7 +82,11 @@ impl SqliteStore {
         // delivery
         drop(PooledConnection::get(&pool).await?);
         Ok(Self {
-            inner: Arc::new(Inner { pool, options }),
+            inner: Arc::new(Inner {
+                pool,
+                options,
+                path: path.as_ref().to_path_buf(),
+            }),
         })
     }
 
@@ -191,6 +198,17 @@ impl Store for SqliteStore {
 
     fn retention(&self) -> &RetentionPolicy {
         &self.inner.options.retention
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), SqliteError>> {
+        Box::pin(async move {
+            if !self.inner.path.is_file() {
+                return Err(SqliteError::Missing(self.inner.path.clone()));
+            }
+            let mut conn = self.connection().await?;
+            diesel::sql_query(sql::PING).execute(&mut *conn).await?;
+            Ok(())
+        })
     }
 }
 

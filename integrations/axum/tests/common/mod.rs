@@ -160,6 +160,19 @@ impl HttpClient {
     }
 }
 
+impl HttpClient {
+    /// GETs `url` and reads the JSON answer.
+    pub async fn get(&self, url: &str) -> Answer {
+        let request = Request::get(url).body(Full::new(Bytes::new())).unwrap();
+        let response = self.0.request(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let json = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)));
+        Answer { status, json }
+    }
+}
+
 /// Holds SQLite's write lock from another connection, as a long writer or a stuck
 /// process would: the store cannot write until it is released.
 pub struct WriteLock(diesel::SqliteConnection);
