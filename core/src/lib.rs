@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod clock;
+mod commit;
 mod delivery;
 mod error;
 mod handler;
@@ -62,6 +63,7 @@ pub mod testing;
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use commit::{CommitMode, GroupCommit, GroupCommitStats};
 pub use delivery::{DedupeKey, Delivery, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use handler::{

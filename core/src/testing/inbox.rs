@@ -326,3 +326,82 @@ pub async fn check_rotated_copies_are_one_event<H: Harness>() {
     assert_eq!(drain(&h, &credit_handler::<H>).await, 1);
     assert_eq!(h.balance("acct").await.unwrap(), 100);
 }
+
+/// A burst of `copies` concurrent copies of each of `keys` deliveries, all at once
+/// (so a group-committing store writes them in one or a few batches, copies of one
+/// key in the same batch and across batches): each key is stored once, answered
+/// `Stored` exactly once and `Duplicate` for every other copy.
+pub async fn check_group_commit_stores_each_key_once_across_a_burst<H: Harness>(
+    keys: usize,
+    copies: usize,
+) {
+    let h = std::sync::Arc::new(H::setup(SuiteConfig::default()).await);
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(keys * copies));
+    let mut tasks = Vec::new();
+    for k in 0..keys {
+        for _ in 0..copies {
+            let (h, barrier) = (h.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                let copy = delivery(&format!("evt_burst_{k}"), "{}");
+                barrier.wait().await;
+                (k, h.store().receive(&copy).await.unwrap())
+            }));
+        }
+    }
+    let mut stored = vec![0; keys];
+    for task in tasks {
+        let (k, received) = task.await.unwrap();
+        if received == Received::Stored {
+            stored[k] += 1;
+        }
+    }
+    assert_eq!(stored, vec![1; keys], "one Stored answer per key");
+    let rows = h.store().list(InboxFilter::All, 1_000).await.unwrap();
+    assert_eq!(rows.len(), keys, "one row per key");
+}
+
+/// A burst of `senders` concurrent deliveries, one of which the database refuses:
+/// the refused one gets an error and is not stored; every other one is stored and
+/// answered `Stored`, the batch it shared with the refused row included.
+pub async fn check_group_commit_refused_row_fails_only_its_caller<H: Harness>(senders: usize) {
+    let h = std::sync::Arc::new(H::setup(SuiteConfig::default()).await);
+    h.refuse_inbox_row("evt_refused").await;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(senders));
+    let mut tasks = Vec::new();
+    for n in 0..senders {
+        let (h, barrier) = (h.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            let id = if n == senders / 2 {
+                "evt_refused".to_string()
+            } else {
+                format!("evt_neighbour_{n}")
+            };
+            let copy = delivery(&id, "{}");
+            barrier.wait().await;
+            (
+                id,
+                h.store()
+                    .receive(&copy)
+                    .await
+                    .map_err(|err| err.to_string()),
+            )
+        }));
+    }
+    let mut refused = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            (id, Err(_)) => {
+                assert_eq!(id, "evt_refused", "only the refused row fails");
+                refused += 1;
+            }
+            (id, Ok(received)) => assert_eq!(received, Received::Stored, "{id}"),
+        }
+    }
+    assert_eq!(refused, 1);
+    let rows = h.store().list(InboxFilter::All, 1_000).await.unwrap();
+    assert_eq!(rows.len(), senders - 1);
+    assert!(
+        rows.iter()
+            .all(|row| row.key.delivery_id() != "evt_refused")
+    );
+}

@@ -52,6 +52,8 @@ pub use fixtures::{
     DeliveryFacts, credit_handler, credit_once, delivery, delivery_with_facts, drain, key,
 };
 pub use inbox::{
+    check_group_commit_refused_row_fails_only_its_caller,
+    check_group_commit_stores_each_key_once_across_a_burst,
     check_inbox_keeps_correlation_id_and_signed_at, check_inbox_keeps_non_utf8_header_values,
     check_inbox_keeps_raw_bytes_and_headers, check_inbox_receive_dedupes,
     check_list_filters_and_orders_rows, check_one_handler_serves_both_modes,
@@ -276,6 +278,11 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Reads a plan on a separate connection.
     fn plan<'a>(&'a self, account: &'a str) -> BoxFuture<'a, Result<Option<String>, Self::Error>>;
 
+    /// Makes the database refuse the inbox row of `delivery_id` (a trigger that
+    /// raises on its insert), as a row too large or breaking a constraint would be:
+    /// the group-commit checks show that one refused row fails its caller only.
+    fn refuse_inbox_row<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, ()>;
+
     /// The caller-owned form: begins a transaction itself, calls
     /// [`IdempotencyStore::claim`] inside it, credits `amount` to `account` when the
     /// claim is new, and commits.
@@ -341,6 +348,8 @@ macro_rules! conformance_tests {
             last_error_keeps_the_cause_chain => check_last_error_keeps_the_cause_chain();
             worker_killed_mid_transaction_applies_once => check_worker_killed_mid_transaction_applies_once();
             concurrent_workers_apply_each_row_once => check_concurrent_workers_apply_each_row_once(200, 4);
+            group_commit_stores_each_key_once_across_a_burst => check_group_commit_stores_each_key_once_across_a_burst(8, 4);
+            group_commit_refused_row_fails_only_its_caller => check_group_commit_refused_row_fails_only_its_caller(16);
             outbox_stage_rolls_back_with_the_side_effect => check_outbox_stage_rolls_back_with_the_side_effect();
             outbox_retried_handler_stages_the_same_ids => check_outbox_retried_handler_stages_the_same_ids();
             outbox_expired_lease_goes_to_another_relay => check_outbox_expired_lease_goes_to_another_relay();

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum, health_router};
+use hookbox_axum::{EdgeLimits, Webhook, axum, health_router};
 use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_github::GitHub;
 use hookbox_redis_cache::{CacheOptions, Cached};
@@ -179,10 +179,10 @@ async fn main() -> Result<(), Error> {
         })
     });
     if let Some((listener, app)) = receiver {
-        // graceful: in-flight requests finish before the server stops
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stopped(stop))
-            .await?;
+        // headers and body must each arrive within 10 s, and past 256 requests in
+        // flight the answer is 503 with Retry-After; graceful: in-flight requests
+        // finish before the server stops
+        hookbox_axum::serve(listener, app, EdgeLimits::default(), stopped(stop)).await;
     }
     if let Some(worker) = worker {
         // the row in progress commits or rolls back before the worker returns
@@ -190,7 +190,7 @@ async fn main() -> Result<(), Error> {
         tracing::info!(processed = report.processed, dead = report.dead, "stopped");
     }
     if let Some(metrics) = metrics {
-        metrics.await??;
+        metrics.await?;
     }
     Ok(())
 }
@@ -201,7 +201,7 @@ async fn main() -> Result<(), Error> {
 async fn serve_metrics(
     port: &str,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<tokio::task::JoinHandle<std::io::Result<()>>, Error> {
+) -> Result<tokio::task::JoinHandle<()>, Error> {
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder)?;
@@ -214,11 +214,13 @@ async fn serve_metrics(
     );
     let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
     println!("metrics on http://{}/metrics", listener.local_addr()?);
-    Ok(tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-    }))
+    // the same bounds as the webhook port: a scraper sends small requests at once
+    Ok(tokio::spawn(hookbox_axum::serve(
+        listener,
+        app,
+        EdgeLimits::default(),
+        stop,
+    )))
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).

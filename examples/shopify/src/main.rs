@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum, health_router};
+use hookbox_axum::{EdgeLimits, Webhook, health_router};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::time::format_description::well_known::Rfc3339;
 use hookbox_core::{Delivery, HandlerError, TimestampAdvance, VersionGuard as _, run_worker};
@@ -198,10 +198,10 @@ async fn main() -> Result<(), Error> {
         )
     });
     if let Some((listener, app)) = receiver {
-        // graceful: in-flight requests finish before the server stops
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stopped(stop))
-            .await?;
+        // headers and body must each arrive within 10 s, and past 256 requests in
+        // flight the answer is 503 with Retry-After; graceful: in-flight requests
+        // finish before the server stops
+        hookbox_axum::serve(listener, app, EdgeLimits::default(), stopped(stop)).await;
     }
     if let Some(worker) = worker {
         // the row in progress commits or rolls back before the worker returns

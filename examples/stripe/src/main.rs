@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use hookbox_axum::{Webhook, axum, health_router};
+use hookbox_axum::{EdgeLimits, Webhook, health_router};
 use hookbox_core::{Delivery, HandlerError, Message, OutboxStore as _, run_worker};
 use hookbox_outbox::{HttpSink, LogSink, RelayPolicy, Sinks, run_relay};
 use hookbox_redis_cache::{CacheOptions, Cached};
@@ -189,10 +189,10 @@ async fn main() -> Result<(), Error> {
         })
     });
     if let Some((listener, app)) = receiver {
-        // graceful: in-flight requests finish before the server stops
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stopped(stop))
-            .await?;
+        // headers and body must each arrive within 10 s, and past 256 requests in
+        // flight the answer is 503 with Retry-After; graceful: in-flight requests
+        // finish before the server stops
+        hookbox_axum::serve(listener, app, EdgeLimits::default(), stopped(stop)).await;
     }
     if let Some(worker) = worker {
         // the row in progress commits or rolls back, and the receipts in flight are

@@ -515,6 +515,55 @@ impl Drop for PgSchema {
     }
 }
 
+/// Sends signed deliveries to a running example from any task
+/// ([`Example::sender`]).
+#[derive(Debug, Clone)]
+pub struct Sender {
+    url: String,
+    client: Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+}
+
+impl Sender {
+    /// [`Example::send`] that returns the failure instead of panicking: a request
+    /// to a process that is being killed gets no answer.
+    ///
+    /// # Errors
+    /// No answer came (the connection was refused or cut), or none within
+    /// [`DEADLINE`].
+    pub async fn try_send(
+        &self,
+        path: &str,
+        signer: &dyn Signer,
+        id: &str,
+        body: &[u8],
+    ) -> Result<Answer, String> {
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let headers = signer.sign(id, now, body);
+        let mut request = Request::post(format!("{}{path}", self.url));
+        for (name, value) in headers.iter() {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::copy_from_slice(body)))
+            .map_err(|err| err.to_string())?;
+        let answer = tokio::time::timeout(DEADLINE, async {
+            let response = self.client.request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
+        })
+        .await;
+        match answer {
+            Ok(Ok((status, body))) => Ok(Answer {
+                status,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            }),
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err(format!("no answer within {DEADLINE:?}")),
+        }
+    }
+}
+
 /// A running example process, killed when dropped.
 #[derive(Debug)]
 pub struct Example {
@@ -618,6 +667,28 @@ impl Example {
             Ok(Err(err)) => panic!("GET {url}: {err}\n{}", self.log()),
             Err(_) => panic!("GET {url}: no answer within {DEADLINE:?}\n{}", self.log()),
         }
+    }
+
+    /// Returns a sender for this example that tasks can share: it keeps the
+    /// address and a client, not the process.
+    pub fn sender(&self) -> Sender {
+        Sender {
+            url: self.url().to_string(),
+            client: self.client.clone(),
+        }
+    }
+
+    /// Sends the process SIGKILL (`kill -9 <pid>`): no destructor, no graceful
+    /// shutdown, as a crash or an OOM kill stops it.
+    ///
+    /// # Panics
+    /// When `kill` cannot be run.
+    pub fn kill_now(&self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap_or_else(|err| panic!("cannot run kill: {err}"));
     }
 
     /// Sends the process SIGTERM (`kill -TERM <pid>`, what orchestrators send to stop

@@ -119,12 +119,14 @@ mod health;
 mod meter;
 mod receive;
 mod response;
+mod serve;
 mod webhook;
 
 pub use error::EdgeError;
 pub use health::{READY_TIMEOUT, health_router, ready};
 pub use receive::{process_inline, receive};
 pub use response::Outcome;
+pub use serve::{EdgeLimits, serve};
 pub use webhook::Webhook;
 
 // the framework, so users serve the router with the version this crate builds on

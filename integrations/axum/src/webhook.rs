@@ -1,5 +1,6 @@
 //! The axum router: one POST route per provider.
 
+use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use hookbox_core::{BoxFuture, Clock, Handler, IdempotencyStore, Inbox, Provider,
 use tracing::Instrument as _;
 
 use crate::receive::{delivery_span, report};
+use crate::serve::BodyTimedOut;
 use crate::{EdgeError, Outcome, process_inline, receive};
 
 /// The receive path, with the store and the mode erased so [`Webhook`] is one type.
@@ -50,7 +52,9 @@ where
 ///
 /// 1. reads the raw body with the provider's limit
 ///    ([`VerifyOptions::body_limit`](hookbox_core::VerifyOptions::body_limit), 1 MiB
-///    by default); a larger body answers 413 and nothing is stored;
+///    by default); a larger body answers 413 and nothing is stored; served by
+///    [`serve`](crate::serve), a body slower than its deadline answers 408
+///    ([`EdgeError::BodyTimeout`]) and nothing is stored;
 /// 2. verifies it with the provider at the clock's `now`;
 /// 3. stores it in the inbox, or applies the side effect exactly once;
 /// 4. answers by the [status policy](crate#status-policy) with a small JSON body.
@@ -246,12 +250,29 @@ impl Webhook {
     }
 }
 
-/// Tells a body over the limit from one that could not be read.
+/// Tells a body over the limit, and one cut at the deadline of
+/// [`serve`](crate::serve), from one that could not be read.
 fn body_error(rejection: BytesRejection, limit: usize) -> EdgeError {
+    if let Some(BodyTimedOut(timeout)) = find_in_chain(&rejection) {
+        return EdgeError::BodyTimeout { timeout: *timeout };
+    }
     match rejection {
         BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
             EdgeError::TooLarge { limit }
         }
         other => EdgeError::UnreadableBody(Box::new(other)),
     }
+}
+
+/// The first error of type `E` in `err`'s source chain: axum wraps a body's error in
+/// one or two layers of its own.
+fn find_in_chain<'a, E: StdError + 'static>(err: &'a (dyn StdError + 'static)) -> Option<&'a E> {
+    let mut next = Some(err);
+    while let Some(err) = next {
+        if let Some(found) = err.downcast_ref::<E>() {
+            return Some(found);
+        }
+        next = err.source();
+    }
+    None
 }

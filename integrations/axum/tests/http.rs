@@ -232,6 +232,14 @@ async fn a_locked_database_is_503_and_the_retry_is_stored_and_applied_once() {
         !answer.message().contains("locked"),
         "internal errors stay in the log: {answer:?}"
     );
+    assert_eq!(
+        answer
+            .headers
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap()),
+        Some("1"),
+        "a 503 tells the sender when to come back"
+    );
     lock.release();
     assert_eq!(
         store.stats().await.unwrap().pending,

@@ -69,6 +69,20 @@ pub enum PgError {
         #[source]
         source: BoxError,
     },
+    /// Group commit: the writers' queue stayed full for the configured
+    /// `queue_timeout`. Nothing was stored; an HTTP edge answers 503 with
+    /// `Retry-After`, and the sender retries.
+    #[error("the inbox writer is overloaded: its queue stayed full; retry later")]
+    Overloaded,
+    /// Group commit: the statement that held this delivery failed, so nothing of its
+    /// batch was stored.
+    #[error("the batch this delivery was written in failed: {reason}")]
+    BatchFailed {
+        /// Whether the batch's error was transient (a lost connection, a timeout).
+        transient: bool,
+        /// The batch's error, with its causes.
+        reason: String,
+    },
     /// The schema name given to [`PgOptions::schema`](crate::PgOptions::schema) is not
     /// a plain identifier.
     #[error(
@@ -155,6 +169,17 @@ impl PgError {
 
 /// Lets a side effect that uses this error type write `?` after a diesel call; a lock
 /// timeout becomes [`PgError::LockTimeout`], anything else [`PgError::Query`].
+impl PgError {
+    /// The error every caller of a failed batch gets: this one's text and
+    /// transient classification (a diesel error cannot be cloned).
+    pub(crate) fn for_batch(&self) -> Self {
+        Self::BatchFailed {
+            transient: self.is_transient(),
+            reason: hookbox_core::error_chain(self),
+        }
+    }
+}
+
 impl From<DieselError> for PgError {
     fn from(err: DieselError) -> Self {
         Self::query(err)
@@ -165,7 +190,8 @@ impl StoreError for PgError {
     fn is_transient(&self) -> bool {
         match self {
             Self::Connect(err) => connection_error_is_transient(err),
-            Self::PoolTimeout | Self::LockTimeout(_) => true,
+            Self::PoolTimeout | Self::LockTimeout(_) | Self::Overloaded => true,
+            Self::BatchFailed { transient, .. } => *transient,
             Self::Query(err) => query_error_is_transient(err),
             Self::Pool(_)
             | Self::StatementFailed

@@ -13,6 +13,7 @@ use crate::error::{PgError, TxError};
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
 use crate::watch::statement_failed;
+use crate::writer::InboxInsert;
 
 /// One inbox row as stored.
 #[derive(Queryable, Selectable)]
@@ -89,30 +90,49 @@ impl Inbox for PgStore {
         delivery: &'a VerifiedDelivery,
     ) -> BoxFuture<'a, Result<Received, PgError>> {
         let key = delivery.dedupe_key();
-        Box::pin(self.with_connection(async move |conn| {
-            // one autocommitted statement: durable (per synchronous_commit) when it returns
-            let inserted = diesel::insert_into(inbox::table)
-                .values((
-                    inbox::source.eq(key.scope()),
-                    inbox::provider.eq(key.provider()),
-                    inbox::delivery_id.eq(key.delivery_id()),
-                    inbox::tenant.eq(key.tenant()),
-                    inbox::event_type.eq(delivery.event_type()),
-                    inbox::correlation_id.eq(delivery.correlation_id()),
-                    inbox::signed_at.eq(delivery.signed_at()),
-                    inbox::body.eq(delivery.body().as_ref()),
-                    inbox::headers.eq(delivery.headers().to_json()),
-                ))
-                .on_conflict_do_nothing()
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            Ok(if inserted == 1 {
-                Received::Stored
-            } else {
-                Received::Duplicate
-            })
-        }))
+        let row = InboxInsert {
+            source: key.scope(),
+            provider: key.provider().to_string(),
+            delivery_id: key.delivery_id().to_string(),
+            tenant: key.tenant().map(str::to_string),
+            event_type: delivery.event_type().map(str::to_string),
+            correlation_id: delivery.correlation_id().map(str::to_string),
+            signed_at: delivery.signed_at(),
+            body: delivery.body().to_vec(),
+            headers: delivery.headers().to_json(),
+        };
+        Box::pin(async move {
+            let Some(writer) = &self.inner.writer else {
+                // per-request: one autocommitted statement, durable (per
+                // synchronous_commit) when it returns
+                let inserted = self
+                    .with_connection(async |conn| row.insert_on(conn).await)
+                    .await?;
+                return Ok(if inserted {
+                    Received::Stored
+                } else {
+                    Received::Duplicate
+                });
+            };
+            // a copy already stored is answered by a read: no write, no queue
+            let stored = self
+                .with_connection(async |conn| {
+                    diesel::select(diesel::dsl::exists(
+                        inbox::table
+                            .filter(inbox::source.eq(&row.source))
+                            .filter(inbox::provider.eq(&row.provider))
+                            .filter(inbox::delivery_id.eq(&row.delivery_id)),
+                    ))
+                    .get_result::<bool>(conn)
+                    .await
+                    .map_err(PgError::query)
+                })
+                .await?;
+            if stored {
+                return Ok(Received::Duplicate);
+            }
+            writer.write(row).await
+        })
     }
 
     fn work_one_erased<'a>(

@@ -212,6 +212,7 @@ mod schema;
 mod store;
 mod tls;
 mod watch;
+mod writer;
 
 pub use error::PgError;
 pub use options::PgOptions;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookbox_core::{RetentionPolicy, RetryPolicy};
+use hookbox_core::{CommitMode, RetentionPolicy, RetryPolicy};
 
 use crate::error::PgError;
 
@@ -30,6 +30,7 @@ pub struct PgOptions {
     pool_timeout: Duration,
     schema: Option<String>,
     tls_roots: Option<RootsPem>,
+    commit: CommitMode,
 }
 
 /// Root certificates in PEM, shown by their size only.
@@ -52,6 +53,7 @@ impl Default for PgOptions {
             pool_timeout: Duration::from_secs(5),
             schema: None,
             tls_roots: None,
+            commit: CommitMode::default(),
         }
     }
 }
@@ -61,6 +63,21 @@ impl PgOptions {
     /// lock timeout, a 5 s pool timeout, the role's default `search_path`.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets how `Inbox::receive` commits (default: grouped, 256 deliveries per
+    /// statement at most). Grouped, writer tasks take every insert that is waiting
+    /// and write them as one multi-row `INSERT … ON CONFLICT DO NOTHING`, and a
+    /// delivery whose key is already stored is answered by a read without queueing.
+    /// [`CommitMode::PerRequest`] inserts each delivery on its own.
+    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit = mode;
+        self
+    }
+
+    /// Returns how `Inbox::receive` commits.
+    pub fn get_commit_mode(&self) -> CommitMode {
+        self.commit
     }
 
     /// Sets the most connections the pool opens (default 8, at least 1).

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use diesel_async::AsyncPgConnection;
 
+use hookbox_core::CommitMode;
+
 use crate::error::PgError;
 use crate::options::{PgOptions, check_schema};
 use crate::pool::{self, ConnPool, OperationError, PooledConnection};
@@ -26,6 +28,8 @@ pub struct PgStore {
 pub(crate) struct Inner {
     pool: ConnPool,
     pub(crate) options: PgOptions,
+    /// The group-commit writers, when [`CommitMode::Grouped`].
+    pub(crate) writer: Option<crate::writer::Writer>,
 }
 
 impl fmt::Debug for PgStore {
@@ -65,11 +69,26 @@ impl PgStore {
             check_schema(schema)?;
         }
         let pool = pool::build(url, &options)?;
+        let writer = match options.get_commit_mode() {
+            CommitMode::Grouped(config) => Some(crate::writer::Writer::start(pool.clone(), config)),
+            CommitMode::PerRequest => None,
+        };
         let store = Self {
-            inner: Arc::new(Inner { pool, options }),
+            inner: Arc::new(Inner {
+                pool,
+                options,
+                writer,
+            }),
         };
         drop(store.connection().await?);
         Ok(store)
+    }
+
+    /// Returns what the group-commit writers committed since the store was opened
+    /// (`None` with [`CommitMode::PerRequest`]): the bench reads deliveries per
+    /// statement from it.
+    pub fn group_commit_stats(&self) -> Option<hookbox_core::GroupCommitStats> {
+        self.inner.writer.as_ref().map(crate::writer::Writer::stats)
     }
 
     /// Returns the options the store was built with.

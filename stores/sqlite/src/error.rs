@@ -52,6 +52,23 @@ pub enum SqliteError {
     /// reports itself not ready.
     #[error("the sqlite database file {} is gone", .0.display())]
     Missing(std::path::PathBuf),
+    /// Group commit: the writer's queue stayed full for the configured
+    /// `queue_timeout`. Nothing was stored; an HTTP edge answers 503 with
+    /// `Retry-After`, and the sender retries.
+    #[error("the inbox writer is overloaded: its queue stayed full; retry later")]
+    Overloaded,
+    /// Group commit: the writer could not open its connection.
+    #[error("the inbox writer could not open the database: {0}")]
+    WriterUnavailable(String),
+    /// Group commit: the transaction that held this delivery failed, so nothing of
+    /// its batch was stored.
+    #[error("the batch this delivery was written in failed: {reason}")]
+    BatchFailed {
+        /// Whether the batch's error was transient (a busy database, a full disk).
+        transient: bool,
+        /// The batch's error, with its causes.
+        reason: String,
+    },
     /// Applying the embedded migrations failed.
     #[error("applying the hookbox migrations failed")]
     Migration(#[source] Box<dyn StdError + Send + Sync>),
@@ -110,6 +127,17 @@ impl SqliteError {
     }
 }
 
+impl SqliteError {
+    /// The error every caller of a failed batch gets: this one's text and
+    /// transient classification (a diesel error cannot be cloned).
+    pub(crate) fn for_batch(&self) -> Self {
+        Self::BatchFailed {
+            transient: self.is_transient(),
+            reason: hookbox_core::error_chain(self),
+        }
+    }
+}
+
 impl From<DieselError> for SqliteError {
     fn from(err: DieselError) -> Self {
         Self::from_diesel(err)
@@ -121,9 +149,14 @@ impl StoreError for SqliteError {
         match self {
             // a lock holder commits, a disk frees up, a mount comes back, the pool
             // gets a connection back: the same call may then succeed
-            Self::Busy(_) | Self::Io(_) | Self::Connect(_) | Self::Pool(_) | Self::Missing(_) => {
-                true
-            }
+            Self::Busy(_)
+            | Self::Io(_)
+            | Self::Connect(_)
+            | Self::Pool(_)
+            | Self::Missing(_)
+            | Self::Overloaded
+            | Self::WriterUnavailable(_) => true,
+            Self::BatchFailed { transient, .. } => *transient,
             Self::Config(_)
             | Self::CurrentThreadRuntime
             | Self::Query(_)

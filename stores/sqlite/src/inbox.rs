@@ -18,7 +18,8 @@
 //! the limit it dead-letters the row instead of running it again.
 
 use diesel::OptionalExtension as _;
-use diesel::sql_types::{BigInt, Binary, Nullable, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sqlite::SqliteConnection;
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -31,6 +32,7 @@ use crate::error::{SqliteError, TxError};
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
 use crate::sql;
 use crate::store::SqliteStore;
+use crate::writer::{InboxInsert, already_stored};
 
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
@@ -211,29 +213,52 @@ impl Inbox for SqliteStore {
     ) -> BoxFuture<'a, Result<Received, SqliteError>> {
         Box::pin(async move {
             let key = delivery.dedupe_key();
-            let now = now();
+            let row = InboxInsert {
+                scope: key.scope(),
+                provider: key.provider().to_string(),
+                delivery_id: key.delivery_id().to_string(),
+                tenant: key.tenant().map(str::to_string),
+                event_type: delivery.event_type().map(str::to_string),
+                correlation_id: delivery.correlation_id().map(str::to_string),
+                signed_at: delivery.signed_at().map(micros),
+                body: delivery.body().clone(),
+                headers: delivery.headers().to_json(),
+                now: now(),
+            };
             let mut conn = self.connection().await?;
-            // one statement in autocommit: with synchronous=FULL the row is on disk
-            // (WAL fsynced) when this returns
-            let inserted = diesel::sql_query(sql::RECEIVE)
-                .bind::<Text, _>(key.scope())
-                .bind::<Text, _>(key.provider())
-                .bind::<Text, _>(key.delivery_id())
-                .bind::<Nullable<Text>, _>(key.tenant())
-                .bind::<Nullable<Text>, _>(delivery.event_type())
-                .bind::<Nullable<Text>, _>(delivery.correlation_id())
-                .bind::<Nullable<BigInt>, _>(delivery.signed_at().map(micros))
-                .bind::<Binary, _>(delivery.body().as_ref())
-                .bind::<Text, _>(delivery.headers().to_json())
-                .bind::<BigInt, _>(now)
-                .bind::<BigInt, _>(now)
-                .execute(&mut *conn)
-                .await?;
-            Ok(if inserted == 1 {
-                Received::Stored
-            } else {
-                Received::Duplicate
-            })
+            let Some(writer) = &self.inner.writer else {
+                // per-request commit: one statement in autocommit; with
+                // synchronous=FULL the row is on disk (WAL fsynced) when it returns
+                return conn
+                    .spawn_blocking(move |conn: &mut SqliteConnection| {
+                        Ok(row.insert_on(conn).map(|inserted| {
+                            if inserted {
+                                Received::Stored
+                            } else {
+                                Received::Duplicate
+                            }
+                        }))
+                    })
+                    .await?
+                    .map_err(SqliteError::from);
+            };
+            // a copy already stored is answered from a read connection: WAL readers
+            // never wait for the writer, and a duplicate writes nothing
+            let (scope, provider, id) = (
+                row.scope.clone(),
+                row.provider.clone(),
+                row.delivery_id.clone(),
+            );
+            let stored = conn
+                .spawn_blocking(move |conn: &mut SqliteConnection| {
+                    Ok(already_stored(conn, &scope, &provider, &id))
+                })
+                .await??;
+            drop(conn);
+            if stored {
+                return Ok(Received::Duplicate);
+            }
+            writer.write(row).await
         })
     }
 

@@ -184,6 +184,7 @@ mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod writer;
 
 pub use connect::Conn;
 pub use error::SqliteError;

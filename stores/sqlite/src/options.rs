@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use hookbox_core::{RetentionPolicy, RetryPolicy};
+use hookbox_core::{CommitMode, RetentionPolicy, RetryPolicy};
 
 /// SQLite's `synchronous` setting: what a commit waits for before it returns.
 ///
@@ -60,6 +60,7 @@ pub struct SqliteOptions {
     pub(crate) max_connections: usize,
     pub(crate) busy_timeout: Duration,
     pub(crate) synchronous: Synchronous,
+    pub(crate) commit: CommitMode,
 }
 
 impl Default for SqliteOptions {
@@ -71,6 +72,7 @@ impl Default for SqliteOptions {
             max_connections: 4,
             busy_timeout: Duration::from_secs(5),
             synchronous: Synchronous::Full,
+            commit: CommitMode::default(),
         }
     }
 }
@@ -119,6 +121,21 @@ impl SqliteOptions {
     pub fn synchronous(mut self, level: Synchronous) -> Self {
         self.synchronous = level;
         self
+    }
+
+    /// Sets how `Inbox::receive` commits (default: grouped, 256 deliveries per
+    /// transaction at most). Grouped, one writer thread takes every insert that is
+    /// waiting and commits them together, and a delivery whose key is already stored
+    /// is answered from a read connection without queueing for the write lock.
+    /// [`CommitMode::PerRequest`] commits each delivery on its own.
+    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit = mode;
+        self
+    }
+
+    /// Returns how `Inbox::receive` commits.
+    pub fn get_commit_mode(&self) -> CommitMode {
+        self.commit
     }
 
     /// Returns the retention policy.

@@ -130,6 +130,11 @@ pub(crate) const RECEIVE: &str = "INSERT INTO hookbox_inbox (source, provider, d
      tenant, event_type, correlation_id, signed_at, body, headers, received_at, next_attempt_at) \
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
+/// Group commit's duplicate check, on a read connection. Binds: scope, provider,
+/// delivery id.
+pub(crate) const INBOX_HAS: &str = "SELECT 1 AS found FROM hookbox_inbox \
+     WHERE source = ? AND provider = ? AND delivery_id = ?";
+
 /// The first due row no live lease holds. Binds: now.
 pub(crate) const DUE_ROW: &str = select_inbox!(
     "WHERE processed_at IS NULL AND dead_at IS NULL \

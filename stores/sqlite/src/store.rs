@@ -8,7 +8,7 @@ use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, HandlerError,
+    Advance, BoxFuture, Claim, CommitMode, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, HandlerError,
     IdempotencyStore, ProcessError, ProcessResult, Purged, RetentionPolicy, Store,
     TimestampAdvance, VersionGuard,
 };
@@ -39,6 +39,8 @@ pub(crate) struct Inner {
     /// The file, for the readiness check: open connections still read a file that
     /// was deleted or replaced, so [`Store::ping`] looks at the path too.
     pub(crate) path: std::path::PathBuf,
+    /// The group-commit writer, when [`CommitMode::Grouped`].
+    pub(crate) writer: Option<crate::writer::Writer>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -81,13 +83,29 @@ impl SqliteStore {
         // open one connection now, so a wrong path fails here and not on the first
         // delivery
         drop(PooledConnection::get(&pool).await?);
+        let writer = match options.commit {
+            CommitMode::Grouped(config) => Some(crate::writer::Writer::start(
+                path.as_ref().to_path_buf(),
+                options.clone(),
+                config,
+            )?),
+            CommitMode::PerRequest => None,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 pool,
                 options,
                 path: path.as_ref().to_path_buf(),
+                writer,
             }),
         })
+    }
+
+    /// Returns what the group-commit writer committed since the store was opened
+    /// (`None` with [`CommitMode::PerRequest`]): the bench reads deliveries per commit
+    /// from it.
+    pub fn group_commit_stats(&self) -> Option<hookbox_core::GroupCommitStats> {
+        self.inner.writer.as_ref().map(crate::writer::Writer::stats)
     }
 
     /// Applies the embedded migrations that are not applied yet; returns how many

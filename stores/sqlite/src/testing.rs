@@ -223,6 +223,10 @@ impl Harness for SqliteHarness {
         Box::pin(plan(&self.store, account))
     }
 
+    fn refuse_inbox_row<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(refuse_inbox_row(&self.store, delivery_id))
+    }
+
     fn claim_in_own_transaction<'a>(
         &'a self,
         key: &'a DedupeKey,
@@ -242,4 +246,18 @@ impl Harness for SqliteHarness {
             .await
         })
     }
+}
+
+/// Makes `store`'s database refuse the inbox row of `delivery_id`: a trigger that
+/// raises on its insert, as a row breaking a constraint would.
+pub async fn refuse_inbox_row(store: &SqliteStore, delivery_id: &str) {
+    let id = delivery_id.replace('\'', "''");
+    let mut conn = store.connection().await.unwrap();
+    diesel::sql_query(format!(
+        "CREATE TRIGGER hookbox_test_refuse BEFORE INSERT ON hookbox_inbox \
+         WHEN NEW.delivery_id = '{id}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+    ))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
 }

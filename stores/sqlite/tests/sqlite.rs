@@ -368,21 +368,27 @@ async fn inbox_copies_and_workers_over_several_connections() {
             }
         }));
     }
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut workers = Vec::new();
     for _ in 0..4 {
-        let store = store.clone();
+        let (store, received) = (store.clone(), received.clone());
         workers.push(tokio::spawn(async move {
             let mut processed = 0;
             let mut idle = 0;
             // keep going until the receivers are done and the inbox stays empty
-            while idle < 20 {
+            while idle < 5 {
                 match store.work_one(&credit_handler).await.unwrap() {
                     Worked::Processed { .. } => {
                         processed += 1;
                         idle = 0;
                     }
                     Worked::Idle => {
-                        idle += 1;
+                        if std::sync::atomic::AtomicBool::load(
+                            &received,
+                            std::sync::atomic::Ordering::SeqCst,
+                        ) {
+                            idle += 1;
+                        }
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                     Worked::Failed { .. } => panic!("the handler does not fail"),
@@ -394,6 +400,7 @@ async fn inbox_copies_and_workers_over_several_connections() {
     for task in receivers {
         task.await.unwrap();
     }
+    received.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut processed = 0;
     for task in workers {
         processed += task.await.unwrap();

@@ -31,7 +31,16 @@
 //! timing starts, so signing is not measured. No worker runs: the fresh rows only
 //! fill the inbox. No tracing subscriber is installed, as in a service without one.
 //!
+//! - **group commit against per-request commit** on each store: two stores side by
+//!   side (`CommitMode::Grouped`, the default, and `CommitMode::PerRequest`), the
+//!   edge over HTTP on each, fresh and duplicates, in alternating rounds; the group
+//!   rows say how many deliveries each commit held (`mean_batch`).
+//!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-http`
+//! (`HOOKBOX_BENCH_ONLY=bare,sqlite` limits the run to those sections of `bare`,
+//! `sqlite`, `postgres`; `HOOKBOX_BENCH_JSON=<file>` appends one JSON object per
+//! row: `row`, `store`, `commit`, `cache`, `kind`, `conns`, `acks_per_s`, `p50_ms`,
+//! `p99_ms`, `mean_batch`)
 //! (`HOOKBOX_BENCH_CELL_MS` sets a cell's measured length, default 2000;
 //! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_DIR` the directory
 //! for the SQLite file; `HOOKBOX_REQUIRE_SERVICES=1` fails instead of skipping when
@@ -52,7 +61,9 @@ use hookbox_bench::services::{PgSchema, Redis, skipped, without_credentials};
 use hookbox_bench::{BoxErr, host};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{Inbox, Provider as _, Received, Signer as _, VerifiedDelivery, error_chain};
+use hookbox_core::{
+    CommitMode, Inbox, Provider as _, Received, Signer as _, VerifiedDelivery, error_chain,
+};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_redis_cache::{CacheOptions, CacheStats, Cached};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -285,6 +296,58 @@ impl Ctx {
         Ok(())
     }
 
+    /// Group commit against per-request commit: two stores of one backend, the edge
+    /// over HTTP on each, fresh deliveries then duplicates, in alternating rounds per
+    /// concurrency. `stats` reads the group store's writer between the cells.
+    fn commit_section<G, P>(
+        &self,
+        names: (&'static str, &'static str),
+        group: G,
+        per_request: P,
+        stats: impl Fn(&G) -> Option<hookbox_core::GroupCommitStats>,
+    ) -> Result<(), BoxErr>
+    where
+        G: Inbox + Clone + 'static,
+        P: Inbox + Clone + 'static,
+    {
+        let sign = |n| Ok(self.sign_fresh(n));
+        let plain = Via::Edge { cache: false };
+        let grouped = serve(
+            &self.server_rt,
+            Webhook::inbox(Standard::new(SECRET)?, group.clone()).into_router(PATH),
+        )?;
+        let single_commit = serve(
+            &self.server_rt,
+            Webhook::inbox(Standard::new(SECRET)?, per_request).into_router(PATH),
+        )?;
+        let record = |kind, conns, feeds: (Feed<'_, Prepared>, Feed<'_, Prepared>)| {
+            let before = stats(&group).unwrap_or_default();
+            let mut a = self.http_side(&grouped, conns, feeds.0);
+            let mut b = self.http_side(&single_commit, conns, feeds.1);
+            let (a, b) = paired(&mut a, &mut b, &self.timing)?;
+            let after = stats(&group).unwrap_or_default();
+            self.table.set_mean_batch(after.mean_batch_since(&before));
+            self.table.row(names.0, plain, kind, conns, &a);
+            self.table.set_mean_batch(None);
+            self.table.row(names.1, plain, kind, conns, &b);
+            Ok::<_, BoxErr>(())
+        };
+        for conns in CONNECTIONS {
+            record(Kind::Fresh, conns, (Feed::Fresh(&sign), Feed::Fresh(&sign)))?;
+        }
+        let duplicates = self.sign_fresh(DUPLICATES);
+        self.store_once(&grouped, &duplicates)?;
+        self.store_once(&single_commit, &duplicates)?;
+        for conns in CONNECTIONS {
+            let feeds = (
+                Feed::Cycle(duplicates.clone()),
+                Feed::Cycle(duplicates.clone()),
+            );
+            record(Kind::Duplicate, conns, feeds)?;
+        }
+        Ok(())
+    }
+
     /// Prints what the cache did during the cells since `before`.
     fn cache_line<S>(&self, cells: &str, cached: &Cached<S>, before: &CacheStats) {
         let after = cached.cache_stats();
@@ -320,14 +383,37 @@ fn runtime(name: &str) -> Result<Runtime, BoxErr> {
         .build()?)
 }
 
-/// The SQLite section: a store on a file in `dir` with the store's defaults.
-fn sqlite_section(ctx: &Ctx, path: &Path) -> Result<(), BoxErr> {
-    let store = ctx.server_rt.block_on(async {
-        let store = SqliteStore::open(path, SqliteOptions::default()).await?;
+/// Opens and migrates a SQLite store on `path` with `options`.
+fn sqlite_store(ctx: &Ctx, path: &Path, options: SqliteOptions) -> Result<SqliteStore, BoxErr> {
+    ctx.server_rt.block_on(async {
+        let store = SqliteStore::open(path, options).await?;
         store.migrate().await?;
         Ok::<_, BoxErr>(store)
-    })?;
+    })
+}
+
+/// The SQLite section: group commit against per-request commit on two files, then
+/// every row on a store with the defaults (group commit, `synchronous = FULL`).
+fn sqlite_section(ctx: &Ctx, dir: &Path) -> Result<(), BoxErr> {
+    let group = sqlite_store(ctx, &dir.join("group.db"), SqliteOptions::default())?;
+    let per_request = SqliteOptions::default().commit_mode(CommitMode::PerRequest);
+    let per_request = sqlite_store(ctx, &dir.join("per-request.db"), per_request)?;
+    ctx.commit_section(
+        ("sqlite group", "sqlite per-request"),
+        group,
+        per_request,
+        SqliteStore::group_commit_stats,
+    )?;
+    let store = sqlite_store(ctx, &dir.join("hookbox.db"), SqliteOptions::default())?;
     ctx.store_section("sqlite", store)
+}
+
+/// Which sections `HOOKBOX_BENCH_ONLY` (a comma-separated subset of `bare`,
+/// `sqlite`, `postgres`) asks for; all when unset.
+fn only(section: &str) -> bool {
+    std::env::var("HOOKBOX_BENCH_ONLY").map_or(true, |only| {
+        only.split(',').any(|name| name.trim() == section)
+    })
 }
 
 fn main() -> Result<(), BoxErr> {
@@ -363,6 +449,7 @@ fn main() -> Result<(), BoxErr> {
     };
 
     let dir = TempDir::new("hookbox-bench-http-")?;
+    ctx.table.open_json()?;
 
     let pg_url = env::var_or(PG_URL_VAR, DEFAULT_PG_URL);
     let settings = ["server_version", "synchronous_commit"];
@@ -413,22 +500,42 @@ fn main() -> Result<(), BoxErr> {
 
     let result = (|| -> Result<(), BoxErr> {
         // the ceiling, with the same signed requests the duplicate rows send
-        let limit = ctx.provider.options().body_limit();
-        let server = serve(&ctx.server_rt, bare_router(limit))?;
-        let requests = ctx.sign_fresh(DUPLICATES);
-        for conns in CONNECTIONS {
-            let mut bare = ctx.http_side(&server, conns, Feed::Cycle(requests.clone()));
-            let tally = single(&mut bare, &ctx.timing)?;
-            ctx.table
-                .row("bare", Via::Bare, Kind::Ceiling, conns, &tally);
+        if only("bare") {
+            let limit = ctx.provider.options().body_limit();
+            let server = serve(&ctx.server_rt, bare_router(limit))?;
+            let requests = ctx.sign_fresh(DUPLICATES);
+            for conns in CONNECTIONS {
+                let mut bare = ctx.http_side(&server, conns, Feed::Cycle(requests.clone()));
+                let tally = single(&mut bare, &ctx.timing)?;
+                ctx.table
+                    .row("bare", Via::Bare, Kind::Ceiling, conns, &tally);
+            }
+            drop(server);
         }
-        drop(server);
 
-        sqlite_section(&ctx, &dir.path().join("hookbox.db"))?;
+        if only("sqlite") {
+            sqlite_section(&ctx, dir.path())?;
+        }
 
-        match &pg {
-            Some((_, store)) => ctx.store_section("postgres", store.clone())?,
-            None => println!("{:<26} (skipped: server unreachable)", "postgres"),
+        if only("postgres") {
+            match &pg {
+                Some((_, store)) => {
+                    let per_request = ctx.server_rt.block_on(
+                        pg.as_ref()
+                            .map(|(schema, _)| schema)
+                            .ok_or("no schema")?
+                            .store(PgOptions::new().commit_mode(CommitMode::PerRequest)),
+                    )?;
+                    ctx.commit_section(
+                        ("postgres group", "postgres per-request"),
+                        store.clone(),
+                        per_request,
+                        PgStore::group_commit_stats,
+                    )?;
+                    ctx.store_section("postgres", store.clone())?;
+                }
+                None => println!("{:<26} (skipped: server unreachable)", "postgres"),
+            }
         }
         Ok(())
     })();
@@ -459,6 +566,8 @@ fn main() -> Result<(), BoxErr> {
         println!();
         ctx.table.print_target(target);
     }
+    println!();
+    ctx.table.print_group_commit();
     println!();
     ctx.table.print_anomalies();
     let errors = ctx.table.errors();

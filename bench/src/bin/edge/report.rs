@@ -56,6 +56,10 @@ pub(crate) struct Table {
     rows: RefCell<Vec<Row>>,
     anomalies: RefCell<Vec<String>>,
     errors: Cell<u64>,
+    /// Deliveries per commit of the group-commit rows being recorded.
+    mean_batch: Cell<Option<f64>>,
+    /// `HOOKBOX_BENCH_JSON`: where each row is also written as a JSON line.
+    json: RefCell<Option<std::fs::File>>,
 }
 
 impl Table {
@@ -138,6 +142,7 @@ impl Table {
                 tally.stored, tally.duplicate, tally.ok
             ));
         }
+        self.write_json(store, via, kind, conns, tally);
         self.rows.borrow_mut().push(Row {
             store,
             via,
@@ -145,6 +150,91 @@ impl Table {
             conns,
             rate: tally.rate(),
         });
+    }
+
+    /// Opens `HOOKBOX_BENCH_JSON` (appending) when it is set.
+    pub(crate) fn open_json(&self) -> std::io::Result<()> {
+        if let Some(path) = std::env::var_os("HOOKBOX_BENCH_JSON") {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            *self.json.borrow_mut() = Some(file);
+        }
+        Ok(())
+    }
+
+    /// Sets the deliveries per commit the next rows report (`None` for rows without
+    /// group commit).
+    pub(crate) fn set_mean_batch(&self, mean: Option<f64>) {
+        self.mean_batch.set(mean);
+    }
+
+    /// Writes one row as a JSON line: `{"row", "store", "commit", "cache", "kind",
+    /// "conns", "acks_per_s", "p50_ms", "p99_ms", "mean_batch"}`.
+    fn write_json(&self, store: &str, via: Via, kind: Kind, conns: usize, tally: &Tally) {
+        use std::io::Write as _;
+        let mut json = self.json.borrow_mut();
+        let Some(file) = json.as_mut() else { return };
+        let (base, commit) = match store.split_once(' ') {
+            Some((base, "per-request")) => (base, "per-request"),
+            Some((base, _)) => (base, "group"),
+            None => (store, "group"),
+        };
+        let (row, commit, cache, kind) = match via {
+            Via::Bare => ("bare", "none", false, "bare"),
+            Via::Edge { cache } => ("edge", commit, cache, kind.as_str()),
+            Via::Receive => ("receive", commit, false, kind.as_str()),
+        };
+        let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+        let line = serde_json::json!({
+            "row": row,
+            "store": if row == "bare" { "none" } else { base },
+            "commit": commit,
+            "cache": cache,
+            "kind": kind,
+            "conns": conns,
+            "acks_per_s": tally.rate(),
+            "p50_ms": ms(tally.percentile(0.50)),
+            "p99_ms": ms(tally.percentile(0.99)),
+            "mean_batch": if commit == "group" { self.mean_batch.get() } else { None },
+        });
+        let _ = writeln!(file, "{line}");
+    }
+
+    /// Prints group commit against per-request commit, fresh deliveries over HTTP,
+    /// measured in the same paired rounds; and against the bare handler.
+    pub(crate) fn print_group_commit(&self) {
+        println!(
+            "target: group commit >= 5x per-request commit on SQLite and >= 2.5x on Postgres, \
+             fresh deliveries at 64 connections (paired rounds); group / bare alongside"
+        );
+        println!(
+            "{:<10} {:>5} {:>12} {:>14} {:>8} {:>11} {:>12}",
+            "store", "conns", "group/s", "per-request/s", "ratio", "bare/s", "group/bare"
+        );
+        let edge = Via::Edge { cache: false };
+        for (store, per_request) in [
+            ("sqlite", "sqlite per-request"),
+            ("postgres", "postgres per-request"),
+        ] {
+            for conns in CONNECTIONS {
+                let group = self.rate(&format!("{store} group"), edge, Kind::Fresh, conns);
+                let per = self.rate(per_request, edge, Kind::Fresh, conns);
+                let bare = self.rate("bare", Via::Bare, Kind::Ceiling, conns);
+                match (group, per) {
+                    (Some(group), Some(per)) if per > 0.0 => println!(
+                        "{store:<10} {conns:>5} {:>12} {:>14} {:>7.2}x {:>11} {:>11.2}x",
+                        thousands(group),
+                        thousands(per),
+                        group / per,
+                        bare.map_or_else(|| "-".into(), thousands),
+                        bare.map_or(f64::NAN, |bare| group / bare),
+                    ),
+                    _ => println!("{store:<10} {conns:>5} (skipped)"),
+                }
+            }
+        }
     }
 
     /// The rate of the row measured for `store`, `via`, `kind` at `conns`.

@@ -114,10 +114,162 @@ pub async fn serve(router: axum::Router) -> Server {
     }
 }
 
+/// A server run by `hookbox_axum::serve` on a random loopback port, with its
+/// shutdown signal at hand; aborted when dropped.
+pub struct Edge {
+    pub url: String,
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Edge {
+    /// Completes the shutdown future given to `serve`.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Whether `serve` has returned.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Waits up to `within` for `serve` to return; whether it did.
+    pub async fn finished_within(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, &mut self.task).await.is_ok()
+    }
+}
+
+impl Drop for Edge {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `router` with `hookbox_axum::serve` and `limits` on `127.0.0.1:0`.
+pub async fn serve_edge(router: axum::Router, limits: hookbox_axum::EdgeLimits) -> Edge {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(hookbox_axum::serve(listener, router, limits, async {
+        let _ = stopped.await;
+    }));
+    Edge {
+        url: format!("http://{addr}"),
+        addr,
+        stop: Some(stop),
+        task,
+    }
+}
+
+/// What a raw connection saw in [`trickle`].
+#[derive(Debug)]
+pub struct Trickled {
+    /// When the server closed the connection (EOF or a reset), from the first byte
+    /// sent; `None` if it was still open at the deadline.
+    pub closed_after: Option<Duration>,
+    /// How many bytes of `slow` went out before the server answered or closed.
+    pub slow_sent: usize,
+    /// Everything the server sent back.
+    pub received: Vec<u8>,
+}
+
+impl Trickled {
+    /// The status code of the answer received, if any.
+    pub fn status(&self) -> Option<u16> {
+        let text = String::from_utf8_lossy(&self.received);
+        text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+    }
+
+    /// The value of header `name` in the answer received.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let text = String::from_utf8_lossy(&self.received);
+        let head = text.split("\r\n\r\n").next()?;
+        head.lines().skip(1).find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_string())
+        })
+    }
+
+    /// The JSON body of the answer received.
+    pub fn json(&self) -> serde_json::Value {
+        let text = String::from_utf8_lossy(&self.received);
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {text}"))
+    }
+}
+
+/// Opens a raw TCP connection to `addr`, sends `fast` at once, then `slow` one byte
+/// every `every`, as a slow or malicious client would, and reads whatever comes
+/// back. Stops sending once the server answers; returns when the server closes the
+/// connection or `deadline` passes.
+pub async fn trickle(
+    addr: std::net::SocketAddr,
+    fast: &[u8],
+    slow: &[u8],
+    every: Duration,
+    deadline: Duration,
+) -> Trickled {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let started = tokio::time::Instant::now();
+    let mut received = Vec::new();
+    let mut slow_sent = 0;
+    let mut writing = true;
+    if !fast.is_empty() && write.write_all(fast).await.is_err() {
+        writing = false;
+    }
+    let mut tick = tokio::time::interval(every);
+    let end = tokio::time::sleep(deadline);
+    tokio::pin!(end);
+    let closed_after = loop {
+        tokio::select! {
+            read = read.read_buf(&mut received) => match read {
+                Ok(0) | Err(_) => break Some(started.elapsed()),
+                // an answer: stop sending, read it to the end
+                Ok(_) => writing = false,
+            },
+            _ = tick.tick(), if writing && slow_sent < slow.len() => {
+                if write.write_all(&slow[slow_sent..=slow_sent]).await.is_ok() {
+                    slow_sent += 1;
+                } else {
+                    writing = false;
+                }
+            }
+            () = &mut end => break None,
+        }
+    };
+    Trickled {
+        closed_after,
+        slow_sent,
+        received,
+    }
+}
+
+/// A request head for a raw connection: `POST path` with `headers` and a
+/// `content-length` of `length`.
+pub fn request_head(path: &str, headers: &HeaderMap, length: usize) -> Vec<u8> {
+    let mut head =
+        format!("POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {length}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
+    }
+    head.push_str("\r\n");
+    head.into_bytes()
+}
+
 /// What the server answered.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub status: u16,
+    pub headers: HeaderMap,
     pub json: serde_json::Value,
 }
 
@@ -153,10 +305,15 @@ impl HttpClient {
         let request = request.body(Full::new(body.into())).unwrap();
         let response = self.0.request(request).await.unwrap();
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let json = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)));
-        Answer { status, json }
+        Answer {
+            status,
+            headers,
+            json,
+        }
     }
 }
 
@@ -166,10 +323,15 @@ impl HttpClient {
         let request = Request::get(url).body(Full::new(Bytes::new())).unwrap();
         let response = self.0.request(request).await.unwrap();
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let json = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)));
-        Answer { status, json }
+        Answer {
+            status,
+            headers,
+            json,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! `HOOKBOX_PG_URL`, with the ledger of `create_schema`.
 
 use diesel::sql_types::Text;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection as _};
 use hookbox_core::testing::{Capabilities, Harness, Reclaim, Rotation, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
@@ -115,6 +115,22 @@ impl Harness for PgHarness {
                 .load(&mut *conn)
                 .await?;
             Ok(rows.into_iter().next().and_then(|row| row.plan))
+        })
+    }
+
+    fn refuse_inbox_row<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let id = delivery_id.replace('\'', "''");
+            let mut conn = self.store.connection().await.unwrap();
+            conn.batch_execute(&format!(
+                "CREATE FUNCTION hookbox_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF NEW.delivery_id = '{id}' THEN RAISE EXCEPTION 'refused by the test'; \
+                 END IF; RETURN NEW; END $$; \
+                 CREATE TRIGGER hookbox_test_refuse BEFORE INSERT ON hookbox_inbox \
+                 FOR EACH ROW EXECUTE FUNCTION hookbox_test_refuse();"
+            ))
+            .await
+            .unwrap();
         })
     }
 

@@ -271,6 +271,13 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         Box::pin(plan(self.fixture.store.inner(), account))
     }
 
+    fn refuse_inbox_row<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(hookbox_sqlite::testing::refuse_inbox_row(
+            self.fixture.store.inner(),
+            delivery_id,
+        ))
+    }
+
     fn claim_in_own_transaction<'a>(
         &'a self,
         key: &'a DedupeKey,

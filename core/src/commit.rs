@@ -1,0 +1,72 @@
+//! How a store commits inbox writes: one transaction per delivery, or many
+//! deliveries per transaction (group commit).
+
+use std::time::Duration;
+
+/// How [`Inbox::receive`](crate::Inbox::receive) commits.
+///
+/// A receiver must not answer 2xx before the delivery is durable, and on a disk that
+/// honours `fsync` each commit waits for it. With [`CommitMode::Grouped`], calls that
+/// arrive together are written by one writer in one transaction: many durable
+/// acknowledgements per `fsync`, each answered only after the commit that holds it
+/// returned. [`CommitMode::PerRequest`] is the plain path, kept so the two can be
+/// compared in one run (the HTTP bench prints both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitMode {
+    /// One transaction per delivery.
+    PerRequest,
+    /// Deliveries that wait together share a transaction.
+    Grouped(GroupCommit),
+}
+
+impl Default for CommitMode {
+    fn default() -> Self {
+        Self::Grouped(GroupCommit::default())
+    }
+}
+
+/// The limits of group commit.
+///
+/// The writer takes what is queued when it is free (no timer, no linger): at low load
+/// a batch is one delivery and costs what a per-request commit costs; under load the
+/// batch grows with the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommit {
+    /// The most deliveries one transaction holds (default 256).
+    pub max_batch: usize,
+    /// How many deliveries may wait for the writer (default 4,096). When the queue
+    /// is full a caller waits for room (backpressure), up to `queue_timeout`.
+    pub queue_depth: usize,
+    /// How long a caller waits for room in a full queue before it gets a transient
+    /// error, which an HTTP edge answers with 503 and `Retry-After` (default 2 s).
+    pub queue_timeout: Duration,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        Self {
+            max_batch: 256,
+            queue_depth: 4_096,
+            queue_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What a store's group-commit writer has done since the store was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Transactions (or statements) committed.
+    pub batches: u64,
+    /// Deliveries they held.
+    pub rows: u64,
+}
+
+impl GroupCommitStats {
+    /// Returns the deliveries per commit since `before`, or `None` when nothing was
+    /// committed in between.
+    pub fn mean_batch_since(&self, before: &Self) -> Option<f64> {
+        let batches = self.batches.checked_sub(before.batches)?;
+        let rows = self.rows.checked_sub(before.rows)?;
+        (batches > 0).then(|| rows as f64 / batches as f64)
+    }
+}

@@ -1,0 +1,122 @@
+//! Group commit on a real SQLite file: the queue is bounded (callers past it get a
+//! transient error, never a silent wait without end), a batch whose transaction
+//! cannot begin answers every caller with an error and stores nothing, and the
+//! per-request path stays available.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::Connection as _;
+use diesel::connection::SimpleConnection as _;
+use hookbox_core::testing::delivery;
+use hookbox_core::{CommitMode, GroupCommit, Inbox as _, InboxFilter, Received, StoreError as _};
+use hookbox_sqlite::testing::{TempDir, open};
+use hookbox_sqlite::{SqliteError, SqliteOptions};
+
+/// Holds SQLite's write lock from a connection of its own until dropped.
+struct WriteLock(diesel::SqliteConnection);
+
+impl WriteLock {
+    fn take(path: &std::path::Path) -> Self {
+        let mut conn = diesel::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
+        Self(conn)
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let _ = self.0.batch_execute("ROLLBACK");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .busy_timeout(Duration::from_secs(5))
+        .commit_mode(CommitMode::Grouped(GroupCommit {
+            max_batch: 4,
+            queue_depth: 2,
+            queue_timeout: Duration::from_millis(200),
+        }));
+    let store = Arc::new(open(&dir.db(), options).await);
+    let lock = WriteLock::take(&dir.db());
+    let tasks: Vec<_> = (0..30)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move { store.receive(&delivery(&format!("evt_q_{n}"), "{}")).await })
+        })
+        .collect();
+    // the writer is stuck behind the lock: the queue fills, and the callers past it
+    // give up after the queue timeout instead of piling up
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let finished = tasks.iter().filter(|task| task.is_finished()).count();
+    assert!(
+        finished >= 20,
+        "only {finished} of 30 answered while the writer was stuck"
+    );
+    drop(lock);
+
+    let (mut stored, mut overloaded) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(Received::Stored) => stored += 1,
+            Err(err @ SqliteError::Overloaded) => {
+                assert!(
+                    err.is_transient(),
+                    "an edge answers 503 and the sender retries"
+                );
+                overloaded += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(stored + overloaded, 30);
+    assert!(overloaded >= 20, "{overloaded} overloaded");
+    let rows = store.list(InboxFilter::All, 100).await.unwrap();
+    assert_eq!(
+        rows.len(),
+        stored,
+        "every Stored answer is a row, nothing else is"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_that_cannot_begin_answers_every_caller_with_an_error_and_stores_nothing() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(200));
+    let store = Arc::new(open(&dir.db(), options).await);
+    let lock = WriteLock::take(&dir.db());
+    let tasks: Vec<_> = (0..8)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move { store.receive(&delivery(&format!("evt_b_{n}"), "{}")).await })
+        })
+        .collect();
+    for task in tasks {
+        let err = task
+            .await
+            .unwrap()
+            .expect_err("no 2xx while the database is locked");
+        assert!(err.is_transient(), "{err}");
+    }
+    drop(lock);
+    assert!(store.list(InboxFilter::All, 100).await.unwrap().is_empty());
+    // the senders retry, and the retry is stored
+    assert_eq!(
+        store.receive(&delivery("evt_b_0", "{}")).await.unwrap(),
+        Received::Stored
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn per_request_commit_stays_available() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().commit_mode(CommitMode::PerRequest);
+    let store = open(&dir.db(), options).await;
+    let copy = delivery("evt_per_request", "{}");
+    assert_eq!(store.receive(&copy).await.unwrap(), Received::Stored);
+    assert_eq!(store.receive(&copy).await.unwrap(), Received::Duplicate);
+}
