@@ -22,7 +22,7 @@
 //!
 //! use diesel::sql_types::Text;
 //! use diesel_async::RunQueryDsl as _;
-//! use hookbox_axum::Webhook;
+//! use hookbox_axum::{EdgeLimits, Webhook};
 //! use hookbox_core::{Delivery, HandlerError, run_worker};
 //! use hookbox_github::GitHub;
 //! use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore, diesel, diesel_async};
@@ -54,7 +54,8 @@
 //!     let github = GitHub::new(std::env::var("GITHUB_WEBHOOK_SECRET")?)?;
 //!     let app = Webhook::inbox(github, store).into_router("/webhooks/github");
 //!     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//!     axum::serve(listener, app).await?;
+//!     // header and body timeouts and an in-flight cap (see "Serving under load")
+//!     hookbox_axum::serve(listener, app, EdgeLimits::default(), std::future::pending()).await;
 //!     worker.abort();
 //!     Ok(())
 //! }
@@ -73,8 +74,10 @@
 //! | applied now (inline) | 200 | `{"ok":true,"outcome":"applied"}` |
 //! | a required header is missing or malformed; the body is malformed or has no dedupe key; the body could not be read | 400 | `error`: `missing_header`, `malformed_header`, `malformed_body`, `missing_dedupe_key`, `unreadable_body` |
 //! | the signature does not match; the timestamp is outside the window | 401 | `error`: `signature_mismatch`, `timestamp_too_old`, `timestamp_in_future` |
+//! | the body did not arrive within `body_read_timeout` (`serve`) | 408 | `error`: `body_timeout` (the one 4xx a retry can pass) |
 //! | the body is over the limit | 413 | `error`: `body_too_large` |
-//! | the store could not store it, transiently (busy, connection lost) | 503 | `error`: `store_unavailable` |
+//! | the store could not store it, transiently (busy, connection lost, a full group-commit queue) | 503, `Retry-After: 1` | `error`: `store_unavailable` |
+//! | more requests in flight than `max_in_flight` (`serve`) | 503, `Retry-After: 1` | `error`: `overloaded` |
 //! | the store failed otherwise; the receiver's secret is unusable | 500 | `error`: `store_failed`, `invalid_secret` |
 //! | the inline side effect failed (nothing committed) | 500 | `error`: `side_effect_failed` |
 //!
@@ -92,6 +95,18 @@
 //! means the delivery was not stored and the sender's retry can succeed. The
 //! `message` of a 4xx explains what to fix; the `message` of a 5xx only says to
 //! retry, and the cause goes to the log.
+//!
+//! # Serving under load
+//! Serve the router with [`serve`] rather than `axum::serve`. [`EdgeLimits`] bounds
+//! three things, so slow or numerous clients cannot hold every file descriptor:
+//! - the time to send the request headers (10 s): past it the connection closes.
+//!   This also closes idle keep-alive connections, so behind a proxy that pools
+//!   connections set it above the proxy's idle timeout;
+//! - the time to send the body (10 s): past it 408, nothing stored;
+//! - requests in flight (256): past the cap an immediate 503 with `Retry-After`,
+//!   never a queue.
+//!
+//! Shutdown is graceful: the listener closes and the requests in flight finish.
 //!
 //! # Tracing
 //! Each delivery runs in one `hookbox.delivery` span (level `INFO`) with these
