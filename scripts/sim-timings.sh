@@ -23,7 +23,7 @@ wall() { # prints the wall time of "$@" in ms; stdout to $out
 }
 
 out=$(mktemp)
-trap 'rm -f "$out" "$out.node"' EXIT
+trap 'rm -f "$out" "$out.node" "$out.hookbox"' EXIT
 echo "machine: $(nproc) cores, $(uname -sm); temp folder: $tmp"
 echo "hookbox: $("$hookbox" --version)"
 echo -n "hookbox sim wall ms:"

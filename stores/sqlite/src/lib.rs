@@ -36,9 +36,9 @@
 //! When the side effect is plain sync diesel code, prefer
 //! [`SqliteStore::process_once_blocking`]: the claim, the side effect and the commit
 //! run in one trip to the blocking pool instead of one per statement, with the same
-//! guarantees (about 1.5x the claims per second at `synchronous = FULL` and 1.9x at
-//! `NORMAL` in `docs/performance.md`). The [`blocking`] module is the same path for
-//! programs without a runtime.
+//! guarantees (1.48x to 1.88x the claims per second at `synchronous = FULL` and
+//! 2.04x to 2.83x at `NORMAL` in `docs/performance.md`). The [`blocking`] module is
+//! the same path for programs without a runtime.
 //!
 //! # Examples
 //! Open a store, apply the schema, and apply one delivery exactly once:
