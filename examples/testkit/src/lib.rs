@@ -515,6 +515,44 @@ impl Drop for PgSchema {
     }
 }
 
+/// The POST of `body` with `headers` to `path` on `base`.
+fn signed_post(
+    base: &str,
+    path: &str,
+    headers: &SignedHeaders,
+    body: &[u8],
+) -> Request<Full<Bytes>> {
+    let mut request = Request::post(format!("{base}{path}"));
+    for (name, value) in headers.iter() {
+        request = request.header(name, value);
+    }
+    request
+        .body(Full::new(Bytes::copy_from_slice(body)))
+        .expect("a valid request")
+}
+
+/// Sends `request` and reads the whole answer, within [`DEADLINE`].
+async fn exchange(
+    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    request: Request<Full<Bytes>>,
+) -> Result<Answer, String> {
+    let answer = tokio::time::timeout(DEADLINE, async {
+        let response = client.request(request).await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
+    })
+    .await;
+    match answer {
+        Ok(Ok((status, body))) => Ok(Answer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err(format!("no answer within {DEADLINE:?}")),
+    }
+}
+
 /// Sends signed deliveries to a running example from any task
 /// ([`Example::sender`]).
 #[derive(Debug, Clone)]
@@ -539,28 +577,7 @@ impl Sender {
     ) -> Result<Answer, String> {
         let now = OffsetDateTime::now_utc().unix_timestamp();
         let headers = signer.sign(id, now, body);
-        let mut request = Request::post(format!("{}{path}", self.url));
-        for (name, value) in headers.iter() {
-            request = request.header(name, value);
-        }
-        let request = request
-            .body(Full::new(Bytes::copy_from_slice(body)))
-            .map_err(|err| err.to_string())?;
-        let answer = tokio::time::timeout(DEADLINE, async {
-            let response = self.client.request(request).await?;
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await?.to_bytes();
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
-        })
-        .await;
-        match answer {
-            Ok(Ok((status, body))) => Ok(Answer {
-                status,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            }),
-            Ok(Err(err)) => Err(err.to_string()),
-            Err(_) => Err(format!("no answer within {DEADLINE:?}")),
-        }
+        exchange(&self.client, signed_post(&self.url, path, &headers, body)).await
     }
 }
 
@@ -603,28 +620,9 @@ impl Example {
     /// # Panics
     /// When the request cannot be built or no answer comes within [`DEADLINE`].
     pub async fn post(&self, path: &str, headers: &SignedHeaders, body: &[u8]) -> Answer {
-        let mut request = Request::post(format!("{}{path}", self.url()));
-        for (name, value) in headers.iter() {
-            request = request.header(name, value);
-        }
-        let request = request
-            .body(Full::new(Bytes::copy_from_slice(body)))
-            .expect("a valid request");
-        let answer = tokio::time::timeout(DEADLINE, async {
-            let response = self.client.request(request).await?;
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await?.to_bytes();
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
-        })
-        .await;
-        match answer {
-            Ok(Ok((status, body))) => Answer {
-                status,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            },
-            Ok(Err(err)) => panic!("POST {path}: {err}\n{}", self.log()),
-            Err(_) => panic!("POST {path}: no answer within {DEADLINE:?}\n{}", self.log()),
-        }
+        exchange(&self.client, signed_post(self.url(), path, headers, body))
+            .await
+            .unwrap_or_else(|err| panic!("POST {path}: {err}\n{}", self.log()))
     }
 
     /// Returns the next line the process prints on stdout after the address line
@@ -652,21 +650,9 @@ impl Example {
         let request = Request::get(&url)
             .body(Full::new(Bytes::new()))
             .expect("a valid request");
-        let answer = tokio::time::timeout(DEADLINE, async {
-            let response = self.client.request(request).await?;
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await?.to_bytes();
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, body))
-        })
-        .await;
-        match answer {
-            Ok(Ok((status, body))) => Answer {
-                status,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            },
-            Ok(Err(err)) => panic!("GET {url}: {err}\n{}", self.log()),
-            Err(_) => panic!("GET {url}: no answer within {DEADLINE:?}\n{}", self.log()),
-        }
+        exchange(&self.client, request)
+            .await
+            .unwrap_or_else(|err| panic!("GET {url}: {err}\n{}", self.log()))
     }
 
     /// Returns a sender for this example that tasks can share: it keeps the
