@@ -107,13 +107,22 @@ pub(crate) fn run(args: &InboxArgs) -> Result<ExitCode, UsageError> {
         } => Some(retention(keep, *below_provider_minimum)?),
         _ => None,
     };
+    print_json_lines(execute(args, purge_policy))
+}
+
+/// Runs an operator command on a small runtime and prints its JSON lines: exit 0,
+/// or 1 with the error on stderr when the store failed. Shared by `hookbox inbox`
+/// and `hookbox outbox`.
+pub(crate) fn print_json_lines(
+    command: impl std::future::Future<Output = Result<Vec<Value>, String>>,
+) -> Result<ExitCode, UsageError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|err| UsageError(format!("cannot start the runtime: {err}")))?;
     Ok(runtime.block_on(async {
-        match execute(args, purge_policy).await {
+        match command.await {
             Ok(lines) => {
                 for line in lines {
                     println!("{line}");

@@ -17,7 +17,7 @@ use hookbox_core::{
 use serde_json::{Value, json};
 
 use crate::UsageError;
-use crate::inbox::{retention, unix};
+use crate::inbox::{print_json_lines, retention, unix};
 
 /// Arguments of `hookbox outbox`.
 #[derive(Debug, Args)]
@@ -108,25 +108,7 @@ pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
         } => Some(retention(keep, *below_provider_minimum)?),
         _ => None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|err| UsageError(format!("cannot start the runtime: {err}")))?;
-    Ok(runtime.block_on(async {
-        match execute(args, purge_policy).await {
-            Ok(lines) => {
-                for line in lines {
-                    println!("{line}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(message) => {
-                eprintln!("error: {message}");
-                ExitCode::FAILURE
-            }
-        }
-    }))
+    print_json_lines(execute(args, purge_policy))
 }
 
 async fn execute(
