@@ -12,7 +12,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hookbox_cli::store::open_admin;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    AnyStoreError, InboxFilter, InboxStats, Purged, RetentionPolicy, StoredDelivery, error_chain,
+    AnyStoreError, InboxFilter, InboxStats, KeptHeaders, Purged, RetentionPolicy, StoredDelivery,
+    error_chain,
 };
 use serde_json::{Value, json};
 
@@ -279,25 +280,35 @@ fn summary(row: &StoredDelivery) -> Value {
 
 fn detail(row: &StoredDelivery) -> Value {
     let mut value = summary(row);
-    let headers: Vec<Value> = row
-        .headers
+    with_bytes_and_headers(&mut value, "body", &row.body, &row.headers);
+    value
+}
+
+/// Adds `headers` and the raw bytes under `field` (with `<field>_encoding`) to a
+/// summary: the bytes as text when they are UTF-8, else base64, never a lossy copy.
+/// Shared by `hookbox inbox show` and `hookbox outbox show`.
+pub(crate) fn with_bytes_and_headers(
+    value: &mut Value,
+    field: &str,
+    bytes: &[u8],
+    headers: &KeptHeaders,
+) {
+    let headers: Vec<Value> = headers
         .iter()
         .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
         .collect();
-    // the body as text when it is UTF-8, else base64: never a lossy copy
-    let (body, encoding) = match std::str::from_utf8(&row.body) {
+    let (text, encoding) = match std::str::from_utf8(bytes) {
         Ok(text) => (text.to_string(), "utf-8"),
         Err(_) => (
-            base64::engine::general_purpose::STANDARD.encode(&row.body),
+            base64::engine::general_purpose::STANDARD.encode(bytes),
             "base64",
         ),
     };
-    if let Value::Object(map) = &mut value {
+    if let Value::Object(map) = value {
         map.insert("headers".into(), Value::Array(headers));
-        map.insert("body".into(), Value::String(body));
-        map.insert("body_encoding".into(), Value::String(encoding.into()));
+        map.insert(field.into(), Value::String(text));
+        map.insert(format!("{field}_encoding"), Value::String(encoding.into()));
     }
-    value
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use std::process::ExitCode;
 
-use base64::Engine as _;
 use clap::{Args, Subcommand, ValueEnum};
 use hookbox_cli::store::open_outbox_admin;
 use hookbox_core::time::OffsetDateTime;
@@ -17,7 +16,7 @@ use hookbox_core::{
 use serde_json::{Value, json};
 
 use crate::UsageError;
-use crate::inbox::{print_json_lines, retention, unix};
+use crate::inbox::{print_json_lines, retention, unix, with_bytes_and_headers};
 
 /// Arguments of `hookbox outbox`.
 #[derive(Debug, Args)]
@@ -201,23 +200,6 @@ fn summary(message: &OutboxMessage) -> Value {
 
 fn detail(message: &OutboxMessage) -> Value {
     let mut value = summary(message);
-    let headers: Vec<Value> = message
-        .headers
-        .iter()
-        .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
-        .collect();
-    // the payload as text when it is UTF-8, else base64: never a lossy copy
-    let (payload, encoding) = match std::str::from_utf8(&message.payload) {
-        Ok(text) => (text.to_string(), "utf-8"),
-        Err(_) => (
-            base64::engine::general_purpose::STANDARD.encode(&message.payload),
-            "base64",
-        ),
-    };
-    if let Value::Object(map) = &mut value {
-        map.insert("headers".into(), Value::Array(headers));
-        map.insert("payload".into(), Value::String(payload));
-        map.insert("payload_encoding".into(), Value::String(encoding.into()));
-    }
+    with_bytes_and_headers(&mut value, "payload", &message.payload, &message.headers);
     value
 }
