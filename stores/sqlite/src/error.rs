@@ -101,10 +101,7 @@ impl SqliteError {
             DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) => info.message(),
             _ => return Self::Query(err),
         };
-        // sqlite3_errstr: SQLITE_BUSY (every extended code) and SQLITE_LOCKED
-        if message.starts_with("database is locked")
-            || message.starts_with("database table is locked")
-        {
+        if is_locked_message(message) {
             Self::Busy(err)
         } else if message.starts_with("disk I/O error")
             || message.starts_with("database or disk is full")
@@ -125,6 +122,17 @@ impl SqliteError {
             other => Self::Pool(other),
         }
     }
+}
+
+/// Whether `err` is SQLite refusing a lock another connection holds (the busy
+/// timeout, if any, already spent).
+pub(crate) fn is_locked(err: &DieselError) -> bool {
+    matches!(err, DieselError::DatabaseError(DatabaseErrorKind::Unknown, info) if is_locked_message(info.message()))
+}
+
+/// sqlite3_errstr's texts for SQLITE_BUSY (every extended code) and SQLITE_LOCKED.
+fn is_locked_message(message: &str) -> bool {
+    message.starts_with("database is locked") || message.starts_with("database table is locked")
 }
 
 impl SqliteError {

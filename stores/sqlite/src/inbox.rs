@@ -32,7 +32,7 @@ use crate::error::{SqliteError, TxError};
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
 use crate::sql;
 use crate::store::SqliteStore;
-use crate::writer::{InboxInsert, already_stored};
+use crate::writer::InboxInsert;
 
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
@@ -225,10 +225,10 @@ impl Inbox for SqliteStore {
                 headers: delivery.headers().to_json(),
                 now: now(),
             };
-            let mut conn = self.connection().await?;
             let Some(writer) = &self.inner.writer else {
                 // per-request commit: one statement in autocommit; with
                 // synchronous=FULL the row is on disk (WAL fsynced) when it returns
+                let mut conn = self.connection().await?;
                 return conn
                     .spawn_blocking(move |conn: &mut SqliteConnection| {
                         Ok(row.insert_on(conn).map(|inserted| {
@@ -242,22 +242,8 @@ impl Inbox for SqliteStore {
                     .await?
                     .map_err(SqliteError::from);
             };
-            // a copy already stored is answered from a read connection: WAL readers
-            // never wait for the writer, and a duplicate writes nothing
-            let (scope, provider, id) = (
-                row.scope.clone(),
-                row.provider.clone(),
-                row.delivery_id.clone(),
-            );
-            let stored = conn
-                .spawn_blocking(move |conn: &mut SqliteConnection| {
-                    Ok(already_stored(conn, &scope, &provider, &id))
-                })
-                .await??;
-            drop(conn);
-            if stored {
-                return Ok(Received::Duplicate);
-            }
+            // group commit: a copy already stored is answered from the lookup
+            // thread's read, the rest are committed in batches (see `writer`)
             writer.write(row).await
         })
     }

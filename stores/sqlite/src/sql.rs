@@ -12,8 +12,8 @@
 //!
 //! Every time is bound as unix microseconds (`BigInt`).
 
-use diesel::query_builder::{AstPass, QueryFragment, QueryId};
-use diesel::sql_types::{BigInt, Text};
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::{BigInt, Binary, Nullable, Text};
 use diesel::sqlite::{Sqlite, SqliteConnection};
 use diesel::{QueryResult, RunQueryDsl};
 
@@ -123,17 +123,92 @@ macro_rules! select_inbox {
     };
 }
 
-/// `Inbox::receive`, one autocommitted statement. Binds: source, provider,
-/// delivery_id, tenant, event_type, correlation_id, signed_at, body, headers (the
-/// core's JSON), received_at, next_attempt_at.
-pub(crate) const RECEIVE: &str = "INSERT INTO hookbox_inbox (source, provider, delivery_id, \
-     tenant, event_type, correlation_id, signed_at, body, headers, received_at, next_attempt_at) \
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+/// `Inbox::receive`'s insert, prepared once per connection: `ON CONFLICT DO NOTHING`,
+/// so zero rows changed means the key was stored already. Binds, in order: source,
+/// provider, delivery_id, tenant, event_type, correlation_id, signed_at, body,
+/// headers (the core's JSON), received_at, next_attempt_at.
+pub(crate) struct ReceiveRow<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) provider: &'a str,
+    pub(crate) delivery_id: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) event_type: Option<&'a str>,
+    pub(crate) correlation_id: Option<&'a str>,
+    pub(crate) signed_at: Option<i64>,
+    pub(crate) body: &'a [u8],
+    pub(crate) headers: &'a str,
+    pub(crate) received_at: i64,
+}
 
-/// Group commit's duplicate check, on a read connection. Binds: scope, provider,
-/// delivery id.
-pub(crate) const INBOX_HAS: &str = "SELECT 1 AS found FROM hookbox_inbox \
-     WHERE source = ? AND provider = ? AND delivery_id = ?";
+impl QueryId for ReceiveRow<'_> {
+    type QueryId = ReceiveRow<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for ReceiveRow<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql(
+            "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
+             correlation_id, signed_at, body, headers, received_at, next_attempt_at) VALUES (",
+        );
+        out.push_bind_param::<Text, _>(self.source)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.provider)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.delivery_id)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.tenant)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.event_type)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.correlation_id)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<BigInt>, _>(&self.signed_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Binary, _>(self.body)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.headers)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.received_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.received_at)?;
+        out.push_sql(") ON CONFLICT DO NOTHING");
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for ReceiveRow<'_> {}
+
+/// Group commit's duplicate check on the lookup connection, prepared once: one row
+/// (`1`) when the inbox holds the key.
+pub(crate) struct InboxHas<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) provider: &'a str,
+    pub(crate) delivery_id: &'a str,
+}
+
+impl QueryId for InboxHas<'_> {
+    type QueryId = InboxHas<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for InboxHas<'_> {
+    type SqlType = BigInt;
+}
+
+impl QueryFragment<Sqlite> for InboxHas<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("SELECT 1 FROM hookbox_inbox WHERE source = ");
+        out.push_bind_param::<Text, _>(self.source)?;
+        out.push_sql(" AND provider = ");
+        out.push_bind_param::<Text, _>(self.provider)?;
+        out.push_sql(" AND delivery_id = ");
+        out.push_bind_param::<Text, _>(self.delivery_id)?;
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for InboxHas<'_> {}
 
 /// The first due row no live lease holds. Binds: now.
 pub(crate) const DUE_ROW: &str = select_inbox!(

@@ -1,37 +1,56 @@
-//! Group commit for the inbox: one writer thread per store takes every
-//! `Inbox::receive` insert that is waiting, writes them in one transaction, commits
-//! once, and only then answers each caller.
+//! Group commit for the inbox: two threads per store, each with a connection of its
+//! own, between `Inbox::receive` and the disk.
+//!
+//! 1. **lookup**: takes every receive that is waiting and answers each whose key is
+//!    already stored from a read (under WAL a reader never waits for the writer, and
+//!    a duplicate writes nothing); the rest go on to the writer.
+//! 2. **writer**: takes every insert that is waiting, writes them in one
+//!    transaction, commits once, and only then answers each caller.
 //!
 //! SQLite has one write lock per file and, at `synchronous = FULL`, one `fsync` per
 //! commit: a commit per delivery caps the edge at the disk's fsync rate whatever the
 //! concurrency. Here a batch is whatever queued while the previous commit ran (no
-//! timer): one delivery at low load, hundreds under load.
+//! timer): one delivery at low load, hundreds under load. Neither stage goes through
+//! the pool or tokio's blocking pool, so a delivery costs two queue hand-offs and no
+//! per-request thread trip.
 //!
 //! Guarantees, per delivery, the same as a commit of its own:
 //! - a caller is answered `Stored` or `Duplicate` only after the `COMMIT` that holds
-//!   its row returned;
-//! - each row is inserted in a savepoint, so a row that fails (too large, a
-//!   constraint) fails its caller only and the rest of the batch commits;
+//!   its row (or the row a read found) returned;
+//! - a row that fails (too large, a constraint) fails its caller only and the rest
+//!   of the batch commits: the batch is then rolled back and written again with each
+//!   row in a savepoint;
 //! - if `BEGIN` or `COMMIT` fails, every caller of the batch gets the error and
 //!   nothing of the batch is stored (the sender retries each).
+//!
+//! The writer waits for the write lock itself, in steps of at most
+//! [`MAX_LOCK_PAUSE`], instead of through SQLite's busy handler, which sleeps 1, 2,
+//! 5, 10… ms between tries: while a worker's transaction holds the lock, the edge's
+//! acknowledgements wait for that transaction and not for a sleep on top of it.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use diesel::RunQueryDsl as _;
 use diesel::connection::SimpleConnection as _;
-use diesel::sql_types::{BigInt, Binary, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
+use diesel::{OptionalExtension as _, QueryResult, RunQueryDsl as _};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::{GroupCommit, GroupCommitStats, Received};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::SqliteError;
+use crate::error::{SqliteError, is_locked};
 use crate::options::SqliteOptions;
-use crate::sql;
+use crate::sql::{InboxHas, ReceiveRow};
 
-/// One inbox row to insert, owned so it can cross to the writer thread.
+/// The longest the writer sleeps between two tries for the write lock.
+const MAX_LOCK_PAUSE: Duration = Duration::from_micros(500);
+
+/// What a caller gets when a stage's thread is gone (the store is being dropped).
+const STOPPED: SqliteError = SqliteError::Config("the inbox writer thread stopped");
+
+/// One inbox row to insert, owned so it can cross to the stage threads.
 #[derive(Debug)]
 pub(crate) struct InboxInsert {
     pub(crate) scope: String,
@@ -47,50 +66,45 @@ pub(crate) struct InboxInsert {
 }
 
 impl InboxInsert {
-    /// Runs the insert on `conn`; `true` when a row was inserted.
-    pub(crate) fn insert_on(&self, conn: &mut SqliteConnection) -> diesel::QueryResult<bool> {
-        let inserted = diesel::sql_query(sql::RECEIVE)
-            .bind::<Text, _>(&self.scope)
-            .bind::<Text, _>(&self.provider)
-            .bind::<Text, _>(&self.delivery_id)
-            .bind::<Nullable<Text>, _>(self.tenant.as_deref())
-            .bind::<Nullable<Text>, _>(self.event_type.as_deref())
-            .bind::<Nullable<Text>, _>(self.correlation_id.as_deref())
-            .bind::<Nullable<BigInt>, _>(self.signed_at)
-            .bind::<Binary, _>(self.body.as_ref())
-            .bind::<Text, _>(&self.headers)
-            .bind::<BigInt, _>(self.now)
-            .bind::<BigInt, _>(self.now)
-            .execute(conn)?;
+    /// Runs the insert on `conn`; `true` when a row was inserted, `false` when the
+    /// key was stored already.
+    pub(crate) fn insert_on(&self, conn: &mut SqliteConnection) -> QueryResult<bool> {
+        let inserted = ReceiveRow {
+            source: &self.scope,
+            provider: &self.provider,
+            delivery_id: &self.delivery_id,
+            tenant: self.tenant.as_deref(),
+            event_type: self.event_type.as_deref(),
+            correlation_id: self.correlation_id.as_deref(),
+            signed_at: self.signed_at,
+            body: &self.body,
+            headers: &self.headers,
+            received_at: self.now,
+        }
+        .execute(conn)?;
         Ok(inserted == 1)
+    }
+
+    /// Whether the inbox holds the key already (a read).
+    fn is_stored_on(&self, conn: &mut SqliteConnection) -> QueryResult<bool> {
+        let found = InboxHas {
+            source: &self.scope,
+            provider: &self.provider,
+            delivery_id: &self.delivery_id,
+        }
+        .get_result::<i64>(conn)
+        .optional()?;
+        Ok(found.is_some())
     }
 }
 
-/// Whether the inbox holds the key already: a read, which under WAL never waits for
-/// the writer.
-///
-/// # Errors
-/// The query failed.
-pub(crate) fn already_stored(
-    conn: &mut SqliteConnection,
-    scope: &str,
-    provider: &str,
-    delivery_id: &str,
-) -> Result<bool, SqliteError> {
-    #[derive(diesel::QueryableByName)]
-    struct Found {
-        #[diesel(sql_type = BigInt)]
-        #[allow(dead_code)]
-        found: i64,
+/// The answer to an insert: stored, or found already stored.
+fn received(inserted: bool) -> Received {
+    if inserted {
+        Received::Stored
+    } else {
+        Received::Duplicate
     }
-    use diesel::OptionalExtension as _;
-    let found = diesel::sql_query(sql::INBOX_HAS)
-        .bind::<Text, _>(scope)
-        .bind::<Text, _>(provider)
-        .bind::<Text, _>(delivery_id)
-        .get_result::<Found>(conn)
-        .optional()?;
-    Ok(found.is_some())
 }
 
 /// A caller waiting for its row's commit.
@@ -99,11 +113,11 @@ struct Job {
     answer: oneshot::Sender<Result<Received, SqliteError>>,
 }
 
-/// The handle the store keeps: dropping it (with the store) stops the thread after
+/// The handle the store keeps: dropping it (with the store) stops both threads after
 /// the batch in progress.
 #[derive(Debug)]
 pub(crate) struct Writer {
-    jobs: mpsc::Sender<Job>,
+    lookups: mpsc::Sender<Job>,
     config: GroupCommit,
     counts: Arc<Counts>,
 }
@@ -123,24 +137,39 @@ impl Counts {
 }
 
 impl Writer {
-    /// Starts the writer thread for the database at `path`.
+    /// Starts the lookup and writer threads for the database at `path`.
     ///
     /// # Errors
-    /// The thread could not be started.
+    /// A thread could not be started.
     pub(crate) fn start(
-        path: std::path::PathBuf,
+        path: PathBuf,
         options: SqliteOptions,
         config: GroupCommit,
     ) -> Result<Self, SqliteError> {
-        let (jobs, queue) = mpsc::channel(config.queue_depth.max(1));
+        let depth = config.queue_depth.max(1);
+        let (lookups, lookup_queue) = mpsc::channel(depth);
+        let (writes, write_queue) = mpsc::channel(depth);
         let counts = Arc::new(Counts::default());
-        let thread_counts = Arc::clone(&counts);
+        let writer_counts = Arc::clone(&counts);
+        let (writer_path, writer_options) = (path.clone(), options.clone());
         std::thread::Builder::new()
             .name("hookbox-sqlite-writer".into())
-            .spawn(move || run(&path, &options, config, queue, &thread_counts))
+            .spawn(move || {
+                run_writes(
+                    &writer_path,
+                    &writer_options,
+                    config,
+                    write_queue,
+                    &writer_counts,
+                );
+            })
             .map_err(|_| SqliteError::Config("could not start the inbox writer thread"))?;
+        std::thread::Builder::new()
+            .name("hookbox-sqlite-lookup".into())
+            .spawn(move || run_lookups(&path, &options, config, lookup_queue, &writes))
+            .map_err(|_| SqliteError::Config("could not start the inbox lookup thread"))?;
         Ok(Self {
-            jobs,
+            lookups,
             config,
             counts,
         })
@@ -154,7 +183,8 @@ impl Writer {
         }
     }
 
-    /// Queues `row` and waits for the commit that holds it.
+    /// Queues `row` and waits for the read that finds it stored or the commit that
+    /// holds it.
     ///
     /// # Errors
     /// [`SqliteError::Overloaded`] when the queue stayed full for the configured
@@ -162,38 +192,79 @@ impl Writer {
     pub(crate) async fn write(&self, row: InboxInsert) -> Result<Received, SqliteError> {
         let (answer, answered) = oneshot::channel();
         let job = Job { row, answer };
-        match tokio::time::timeout(self.config.queue_timeout, self.jobs.send(job)).await {
+        match tokio::time::timeout(self.config.queue_timeout, self.lookups.send(job)).await {
             Ok(Ok(())) => {}
-            Ok(Err(_)) => return Err(SqliteError::Config("the inbox writer thread stopped")),
+            Ok(Err(_)) => return Err(STOPPED),
             Err(_) => return Err(SqliteError::Overloaded),
         }
-        answered
-            .await
-            .unwrap_or(Err(SqliteError::Config("the inbox writer thread stopped")))
+        answered.await.unwrap_or(Err(STOPPED))
     }
 }
 
-/// The writer thread: a connection of its own, a batch per commit, until the store
-/// is dropped.
-fn run(
-    path: &std::path::Path,
+/// Waits for the first job, then takes whatever else is queued, up to the batch cap.
+fn next_batch(queue: &mut mpsc::Receiver<Job>, config: GroupCommit) -> Option<Vec<Job>> {
+    let first = queue.blocking_recv()?;
+    let cap = config.max_batch.max(1);
+    let mut batch = Vec::with_capacity(cap.min(64));
+    batch.push(first);
+    while batch.len() < cap {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
+}
+
+/// The lookup thread: answers stored keys from a read and passes the rest on, until
+/// the store is dropped (which drops `writes`, and so stops the writer).
+///
+/// The read only saves the write lock's queue: when it fails, or the connection
+/// cannot be opened, the job goes on to the writer, whose insert decides.
+fn run_lookups(
+    path: &Path,
+    options: &SqliteOptions,
+    config: GroupCommit,
+    mut queue: mpsc::Receiver<Job>,
+    writes: &mpsc::Sender<Job>,
+) {
+    let mut conn: Option<SqliteConnection> = None;
+    while let Some(batch) = next_batch(&mut queue, config) {
+        if conn.is_none() {
+            conn = crate::connect::connect(path, options).ok();
+        }
+        for job in batch {
+            let stored = match conn.as_mut().map(|conn| job.row.is_stored_on(conn)) {
+                Some(Ok(stored)) => stored,
+                Some(Err(_)) => {
+                    // reopened for the next batch; this one goes to the writer
+                    conn = None;
+                    false
+                }
+                None => false,
+            };
+            if stored {
+                let _ = job.answer.send(Ok(Received::Duplicate));
+            } else if let Err(mpsc::error::SendError(job)) = writes.blocking_send(job) {
+                let _ = job.answer.send(Err(STOPPED));
+            }
+        }
+    }
+}
+
+/// The writer thread: a connection of its own, a batch per commit, until the
+/// lookup thread stops.
+fn run_writes(
+    path: &Path,
     options: &SqliteOptions,
     config: GroupCommit,
     mut queue: mpsc::Receiver<Job>,
     counts: &Counts,
 ) {
     let mut conn: Option<SqliteConnection> = None;
-    while let Some(first) = queue.blocking_recv() {
-        let mut batch = Vec::with_capacity(config.max_batch.min(64));
-        batch.push(first);
-        while batch.len() < config.max_batch.max(1) {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(batch) = next_batch(&mut queue, config) {
         if conn.is_none() {
-            match crate::connect::connect(path, options) {
+            match open_writer(path, options) {
                 Ok(opened) => conn = Some(opened),
                 Err(err) => {
                     let text = err.to_string();
@@ -207,47 +278,109 @@ fn run(
             }
         }
         let Some(open) = conn.as_mut() else { continue };
-        if !write_batch(open, batch, counts) {
+        let lock_deadline = Instant::now() + options.busy_timeout;
+        if !write_batch(open, batch, counts, lock_deadline) {
             // a connection in an unknown state is closed, never reused
             conn = None;
         }
     }
 }
 
+/// Opens the writer's connection: the store's `PRAGMA`s, then no busy handler (the
+/// writer waits for the lock itself, see [`retry_while_locked`]).
+fn open_writer(path: &Path, options: &SqliteOptions) -> Result<SqliteConnection, SqliteError> {
+    let mut conn = crate::connect::connect(path, options)?;
+    conn.batch_execute("PRAGMA busy_timeout = 0")?;
+    Ok(conn)
+}
+
+/// Runs `attempt` until it does not fail on the write lock, or `deadline` passes;
+/// sleeps 20 µs after the first refusal, doubling up to [`MAX_LOCK_PAUSE`].
+fn retry_while_locked<T>(
+    deadline: Instant,
+    mut attempt: impl FnMut() -> QueryResult<T>,
+) -> QueryResult<T> {
+    let mut pause = Duration::from_micros(20);
+    loop {
+        match attempt() {
+            Err(err) if is_locked(&err) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_LOCK_PAUSE);
+            }
+            result => return result,
+        }
+    }
+}
+
 /// Writes one batch and answers every caller; returns `false` when the connection
 /// should be reopened.
-fn write_batch(conn: &mut SqliteConnection, mut batch: Vec<Job>, counts: &Counts) -> bool {
+fn write_batch(
+    conn: &mut SqliteConnection,
+    mut batch: Vec<Job>,
+    counts: &Counts,
+    lock_deadline: Instant,
+) -> bool {
     let started = Instant::now();
-    let size = batch.len();
-    if size == 1 {
+    if batch.len() == 1 {
         // alone in the queue (low load): one statement in autocommit, exactly the
-        // per-request path, without a transaction or a savepoint around it
+        // per-request path, without a transaction around it
         let Some(job) = batch.pop() else { return true };
-        let outcome = job.row.insert_on(conn).map(|inserted| {
-            if inserted {
-                Received::Stored
-            } else {
-                Received::Duplicate
-            }
-        });
+        let outcome = retry_while_locked(lock_deadline, || job.row.insert_on(conn));
         if outcome.is_ok() {
             counts.committed(1);
         }
-        let _ = job.answer.send(outcome.map_err(SqliteError::from));
+        let _ = job
+            .answer
+            .send(outcome.map(received).map_err(SqliteError::from));
         return true;
     }
-    if let Err(err) = conn.batch_execute("BEGIN IMMEDIATE") {
+    if let Err(err) = retry_while_locked(lock_deadline, || conn.batch_execute("BEGIN IMMEDIATE")) {
         fail_all(
             batch.into_iter().map(|job| job.answer),
             SqliteError::from(err),
         );
         return true;
     }
-    // each row in a savepoint: a failing row fails its caller, not the batch
-    let mut outcomes: Vec<(Job, Result<Received, SqliteError>)> = Vec::with_capacity(size);
+    // every row in the one transaction; a row that fails (SQLite undoes the failed
+    // statement, but some errors end the whole transaction) sends the batch to the
+    // careful path
+    let mut inserted = Vec::with_capacity(batch.len());
+    for job in &batch {
+        match job.row.insert_on(conn) {
+            Ok(row_inserted) => inserted.push(row_inserted),
+            Err(_) => {
+                let _ = conn.batch_execute("ROLLBACK");
+                return write_rows_apart(conn, batch, counts, lock_deadline, started);
+            }
+        }
+    }
+    let outcomes = batch
+        .into_iter()
+        .zip(inserted)
+        .map(|(job, inserted)| (job, Ok(received(inserted))))
+        .collect();
+    commit(conn, outcomes, counts, lock_deadline, started)
+}
+
+/// Writes a batch that held a failing row again, each row in a savepoint: the
+/// failing row fails its caller, the others commit.
+fn write_rows_apart(
+    conn: &mut SqliteConnection,
+    batch: Vec<Job>,
+    counts: &Counts,
+    lock_deadline: Instant,
+    started: Instant,
+) -> bool {
+    if let Err(err) = retry_while_locked(lock_deadline, || conn.batch_execute("BEGIN IMMEDIATE")) {
+        fail_all(
+            batch.into_iter().map(|job| job.answer),
+            SqliteError::from(err),
+        );
+        return false;
+    }
+    let mut outcomes: Vec<(Job, Result<Received, SqliteError>)> = Vec::with_capacity(batch.len());
     for job in batch {
-        let outcome = insert_in_savepoint(conn, &job.row);
-        match outcome {
+        match insert_in_savepoint(conn, &job.row) {
             Ok(outcome) => outcomes.push((job, outcome)),
             Err(broken) => {
                 // the transaction itself failed: nothing of the batch is stored
@@ -258,8 +391,21 @@ fn write_batch(conn: &mut SqliteConnection, mut batch: Vec<Job>, counts: &Counts
             }
         }
     }
-    match conn.batch_execute("COMMIT") {
+    commit(conn, outcomes, counts, lock_deadline, started)
+}
+
+/// Commits the open transaction and answers every caller: their outcomes when the
+/// commit returned, the commit's error when it failed (nothing of the batch stored).
+fn commit(
+    conn: &mut SqliteConnection,
+    outcomes: Vec<(Job, Result<Received, SqliteError>)>,
+    counts: &Counts,
+    lock_deadline: Instant,
+    started: Instant,
+) -> bool {
+    match retry_while_locked(lock_deadline, || conn.batch_execute("COMMIT")) {
         Ok(()) => {
+            let size = outcomes.len();
             counts.committed(size);
             tracing::debug!(
                 batch = size,
@@ -309,11 +455,7 @@ fn insert_in_savepoint(
     match row.insert_on(conn) {
         Ok(inserted) => {
             conn.batch_execute("RELEASE hookbox_row")?;
-            Ok(Ok(if inserted {
-                Received::Stored
-            } else {
-                Received::Duplicate
-            }))
+            Ok(Ok(received(inserted)))
         }
         Err(err) => {
             conn.batch_execute("ROLLBACK TO hookbox_row")?;
