@@ -98,7 +98,7 @@ impl Inbox for PgStore {
             event_type: delivery.event_type().map(str::to_string),
             correlation_id: delivery.correlation_id().map(str::to_string),
             signed_at: delivery.signed_at(),
-            body: delivery.body().to_vec(),
+            body: delivery.body().clone(),
             headers: delivery.headers().to_json(),
         };
         Box::pin(async move {
@@ -114,23 +114,8 @@ impl Inbox for PgStore {
                     Received::Duplicate
                 });
             };
-            // a copy already stored is answered by a read: no write, no queue
-            let stored = self
-                .with_connection(async |conn| {
-                    diesel::select(diesel::dsl::exists(
-                        inbox::table
-                            .filter(inbox::source.eq(&row.source))
-                            .filter(inbox::provider.eq(&row.provider))
-                            .filter(inbox::delivery_id.eq(&row.delivery_id)),
-                    ))
-                    .get_result::<bool>(conn)
-                    .await
-                    .map_err(PgError::query)
-                })
-                .await?;
-            if stored {
-                return Ok(Received::Duplicate);
-            }
+            // group commit: a copy already stored is answered by the lookup task's
+            // read, the rest are written in batches (see `writer`)
             writer.write(row).await
         })
     }

@@ -1,11 +1,22 @@
-//! Group commit for the inbox: writer tasks take every `Inbox::receive` insert that
-//! is waiting and write them with one multi-row statement on one pooled connection,
-//! so a batch costs one round trip and one commit instead of one each per delivery.
+//! Group commit for the inbox: a lookup task and writer tasks between
+//! `Inbox::receive` and the database, each taking every receive that is waiting
+//! (no timer) and serving them with one statement.
+//!
+//! 1. **lookup**: one `SELECT` over the batch's keys (`unnest` of three arrays)
+//!    answers each key already stored `Duplicate`: a read, no write, no queue for
+//!    the writers. The rest go on to the writers.
+//! 2. **writers** ([`WRITERS`] tasks, so one batch gathers while another is on the
+//!    wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
+//!    RETURNING` per batch on one pooled connection.
+//!
+//! Both statements have one text whatever the batch size, so each is prepared once
+//! per connection; a batch costs two round trips and one commit instead of two
+//! round trips and a commit per delivery.
 //!
 //! Guarantees, per delivery, the same as a statement of its own:
-//! - a caller is answered only after the statement that holds its row returned (one
-//!   autocommitted `INSERT … ON CONFLICT DO NOTHING RETURNING`: durable, per the
-//!   server's `synchronous_commit`, when it returns);
+//! - a caller is answered only after the statement that holds its row (or the one
+//!   that found it stored) returned: one autocommitted statement, durable (per the
+//!   server's `synchronous_commit`) when it returns;
 //! - two copies of one key in a batch: one `Stored`, the other `Duplicate`;
 //! - a row the database refuses fails the whole statement, so the batch is written
 //!   again row by row: the refused row fails its caller only;
@@ -17,18 +28,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use diesel::prelude::*;
+use diesel::QueryResult;
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use hookbox_core::bytes::Bytes;
 use hookbox_core::{GroupCommit, GroupCommitStats, Received, StoreError as _};
+use time::OffsetDateTime;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::error::PgError;
 use crate::pool::{ConnPool, PooledConnection};
-use crate::schema::hookbox_inbox as inbox;
 
-/// One inbox row, owned so it can wait in the writer's queue.
-#[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = inbox)]
+/// One inbox row, owned so it can wait in the queues.
+#[derive(Debug, Clone)]
 pub(crate) struct InboxInsert {
     pub(crate) source: String,
     pub(crate) provider: String,
@@ -36,8 +50,8 @@ pub(crate) struct InboxInsert {
     pub(crate) tenant: Option<String>,
     pub(crate) event_type: Option<String>,
     pub(crate) correlation_id: Option<String>,
-    pub(crate) signed_at: Option<time::OffsetDateTime>,
-    pub(crate) body: Vec<u8>,
+    pub(crate) signed_at: Option<OffsetDateTime>,
+    pub(crate) body: Bytes,
     pub(crate) headers: String,
 }
 
@@ -48,13 +62,140 @@ impl InboxInsert {
 
     /// Inserts this row alone; `true` when it was new.
     pub(crate) async fn insert_on(&self, conn: &mut AsyncPgConnection) -> Result<bool, PgError> {
-        let inserted = diesel::insert_into(inbox::table)
-            .values(self)
-            .on_conflict_do_nothing()
-            .execute(conn)
+        let stored = InsertRows::new(std::iter::once(self))
+            .get_results::<(String, String, String)>(conn)
             .await
             .map_err(PgError::query)?;
-        Ok(inserted == 1)
+        Ok(!stored.is_empty())
+    }
+}
+
+/// The answer to an insert: stored, or found already stored.
+fn received(inserted: bool) -> Received {
+    if inserted {
+        Received::Stored
+    } else {
+        Received::Duplicate
+    }
+}
+
+/// `INSERT … SELECT * FROM unnest(<one array per column>) ON CONFLICT DO NOTHING
+/// RETURNING` the keys inserted: one text for any number of rows, so it is prepared
+/// once per connection.
+struct InsertRows<'a> {
+    sources: Vec<&'a str>,
+    providers: Vec<&'a str>,
+    delivery_ids: Vec<&'a str>,
+    tenants: Vec<Option<&'a str>>,
+    event_types: Vec<Option<&'a str>>,
+    correlation_ids: Vec<Option<&'a str>>,
+    signed_at: Vec<Option<OffsetDateTime>>,
+    bodies: Vec<&'a [u8]>,
+    headers: Vec<&'a str>,
+}
+
+impl<'a> InsertRows<'a> {
+    fn new(rows: impl ExactSizeIterator<Item = &'a InboxInsert>) -> Self {
+        let n = rows.len();
+        let mut columns = Self {
+            sources: Vec::with_capacity(n),
+            providers: Vec::with_capacity(n),
+            delivery_ids: Vec::with_capacity(n),
+            tenants: Vec::with_capacity(n),
+            event_types: Vec::with_capacity(n),
+            correlation_ids: Vec::with_capacity(n),
+            signed_at: Vec::with_capacity(n),
+            bodies: Vec::with_capacity(n),
+            headers: Vec::with_capacity(n),
+        };
+        for row in rows {
+            columns.sources.push(&row.source);
+            columns.providers.push(&row.provider);
+            columns.delivery_ids.push(&row.delivery_id);
+            columns.tenants.push(row.tenant.as_deref());
+            columns.event_types.push(row.event_type.as_deref());
+            columns.correlation_ids.push(row.correlation_id.as_deref());
+            columns.signed_at.push(row.signed_at);
+            columns.bodies.push(&row.body);
+            columns.headers.push(&row.headers);
+        }
+        columns
+    }
+}
+
+impl QueryId for InsertRows<'_> {
+    type QueryId = InsertRows<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for InsertRows<'_> {
+    type SqlType = (Text, Text, Text);
+}
+
+impl QueryFragment<Pg> for InsertRows<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql(
+            "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
+             correlation_id, signed_at, body, headers) SELECT * FROM unnest(",
+        );
+        out.push_bind_param::<Array<Text>, _>(&self.sources)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Text>, _>(&self.providers)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Text>, _>(&self.delivery_ids)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Nullable<Text>>, _>(&self.tenants)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Nullable<Text>>, _>(&self.event_types)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Nullable<Text>>, _>(&self.correlation_ids)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Nullable<Timestamptz>>, _>(&self.signed_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Bytea>, _>(&self.bodies)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Text>, _>(&self.headers)?;
+        out.push_sql(") ON CONFLICT DO NOTHING RETURNING source, provider, delivery_id");
+        Ok(())
+    }
+}
+
+/// The positions (1-based) of the keys the inbox holds already, among the arrays'
+/// keys: one text for any number of keys, prepared once per connection.
+///
+/// A correlated subquery with `LIMIT 1` rather than `EXISTS`: the planner may turn
+/// `EXISTS` into a hash semi-join that reads the whole inbox when its statistics
+/// are stale (a table filling fast, before autovacuum's analyze), while this form
+/// is always one probe of the unique index per key.
+struct StoredKeys<'a> {
+    sources: Vec<&'a str>,
+    providers: Vec<&'a str>,
+    delivery_ids: Vec<&'a str>,
+}
+
+impl QueryId for StoredKeys<'_> {
+    type QueryId = StoredKeys<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for StoredKeys<'_> {
+    type SqlType = BigInt;
+}
+
+impl QueryFragment<Pg> for StoredKeys<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("SELECT k.n FROM unnest(");
+        out.push_bind_param::<Array<Text>, _>(&self.sources)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Text>, _>(&self.providers)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Array<Text>, _>(&self.delivery_ids)?;
+        out.push_sql(
+            ") WITH ORDINALITY AS k (source, provider, delivery_id, n) WHERE \
+             (SELECT true FROM hookbox_inbox i WHERE i.source = k.source \
+             AND i.provider = k.provider AND i.delivery_id = k.delivery_id LIMIT 1)",
+        );
+        Ok(())
     }
 }
 
@@ -64,10 +205,10 @@ struct Job {
     answer: oneshot::Sender<Result<Received, PgError>>,
 }
 
-/// The handle the store keeps; the writer tasks stop when it is dropped.
+/// The handle the store keeps; the tasks stop when it is dropped.
 #[derive(Debug)]
 pub(crate) struct Writer {
-    jobs: mpsc::Sender<Job>,
+    lookups: mpsc::Sender<Job>,
     config: GroupCommit,
     counts: Arc<Counts>,
 }
@@ -91,27 +232,30 @@ impl Counts {
 const WRITERS: usize = 2;
 
 impl Writer {
-    /// Starts the writer tasks on the current tokio runtime.
+    /// Starts the lookup task and the writer tasks on the current tokio runtime.
     pub(crate) fn start(pool: ConnPool, config: GroupCommit) -> Self {
-        let (jobs, queue) = mpsc::channel(config.queue_depth.max(1));
-        let queue = Arc::new(Mutex::new(queue));
+        let depth = config.queue_depth.max(1);
+        let (lookups, lookup_queue) = mpsc::channel(depth);
+        let (writes, write_queue) = mpsc::channel(depth);
+        let write_queue = Arc::new(Mutex::new(write_queue));
         let counts = Arc::new(Counts::default());
+        tokio::spawn(run_lookups(pool.clone(), lookup_queue, config, writes));
         for _ in 0..WRITERS {
-            tokio::spawn(run(
+            tokio::spawn(run_writes(
                 pool.clone(),
-                Arc::clone(&queue),
+                Arc::clone(&write_queue),
                 config,
                 Arc::clone(&counts),
             ));
         }
         Self {
-            jobs,
+            lookups,
             config,
             counts,
         }
     }
 
-    /// Returns what the writer committed so far.
+    /// Returns what the writers committed so far.
     pub(crate) fn stats(&self) -> GroupCommitStats {
         GroupCommitStats {
             batches: AtomicU64::load(&self.counts.batches, Ordering::Relaxed),
@@ -119,7 +263,7 @@ impl Writer {
         }
     }
 
-    /// Queues `row` and waits for the statement that holds it.
+    /// Queues `row` and waits for the statement that finds it stored or holds it.
     ///
     /// # Errors
     /// [`PgError::Overloaded`] when the queue stayed full for the configured timeout;
@@ -127,7 +271,7 @@ impl Writer {
     pub(crate) async fn write(&self, row: InboxInsert) -> Result<Received, PgError> {
         let (answer, answered) = oneshot::channel();
         let job = Job { row, answer };
-        match tokio::time::timeout(self.config.queue_timeout, self.jobs.send(job)).await {
+        match tokio::time::timeout(self.config.queue_timeout, self.lookups.send(job)).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) | Err(_) => return Err(PgError::Overloaded),
         }
@@ -135,8 +279,79 @@ impl Writer {
     }
 }
 
+/// Waits for the first job, then takes whatever else is queued, up to the batch cap.
+async fn next_batch(queue: &mut mpsc::Receiver<Job>, config: GroupCommit) -> Option<Vec<Job>> {
+    let first = queue.recv().await?;
+    let cap = config.max_batch.max(1);
+    let mut batch = Vec::with_capacity(cap.min(64));
+    batch.push(first);
+    while batch.len() < cap {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
+}
+
+/// The lookup task: answers stored keys from one read per batch and passes the rest
+/// on, until the store is dropped (which drops `writes`, and so stops the writers).
+///
+/// The read only spares the writers: when it fails, the batch goes on to them, and
+/// their insert decides.
+async fn run_lookups(
+    pool: ConnPool,
+    mut queue: mpsc::Receiver<Job>,
+    config: GroupCommit,
+    writes: mpsc::Sender<Job>,
+) {
+    while let Some(batch) = next_batch(&mut queue, config).await {
+        // alone in the queue (low load): the writers' insert is the read, since
+        // `ON CONFLICT DO NOTHING` on a stored key writes nothing (no transaction
+        // id, no WAL to flush), and a round trip is saved
+        let stored = match stored_positions(&pool, &batch).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                let error = hookbox_core::error_chain(&err);
+                tracing::debug!(%error, "inbox lookup failed; the writers decide");
+                Vec::new()
+            }
+        };
+        let mut stored = stored.into_iter().peekable();
+        for (position, job) in (1_i64..).zip(batch) {
+            if stored.next_if_eq(&position).is_some() {
+                let _ = job.answer.send(Ok(Received::Duplicate));
+            } else if let Err(mpsc::error::SendError(job)) = writes.send(job).await {
+                let _ = job.answer.send(Err(PgError::Overloaded));
+            }
+        }
+    }
+}
+
+/// The 1-based positions in `batch` whose keys the inbox holds, in order; none
+/// for a batch of one (see [`run_lookups`]).
+async fn stored_positions(pool: &ConnPool, batch: &[Job]) -> Result<Vec<i64>, PgError> {
+    if batch.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let query = StoredKeys {
+        sources: batch.iter().map(|job| job.row.source.as_str()).collect(),
+        providers: batch.iter().map(|job| job.row.provider.as_str()).collect(),
+        delivery_ids: batch
+            .iter()
+            .map(|job| job.row.delivery_id.as_str())
+            .collect(),
+    };
+    let mut conn = PooledConnection::get(pool).await?;
+    let mut positions = conn
+        .run(async |conn| query.get_results::<i64>(conn).await.map_err(PgError::query))
+        .await?;
+    positions.sort_unstable();
+    Ok(positions)
+}
+
 /// One writer: gathers what is queued (no timer), writes it, answers, repeats.
-async fn run(
+async fn run_writes(
     pool: ConnPool,
     queue: Arc<Mutex<mpsc::Receiver<Job>>>,
     config: GroupCommit,
@@ -145,17 +360,10 @@ async fn run(
     loop {
         let batch = {
             let mut queue = queue.lock().await;
-            let Some(first) = queue.recv().await else {
-                return; // the store was dropped
-            };
-            let mut batch = vec![first];
-            while batch.len() < config.max_batch.max(1) {
-                match queue.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
-                }
+            match next_batch(&mut queue, config).await {
+                Some(batch) => batch,
+                None => return, // the store was dropped
             }
-            batch
         };
         write_batch(&pool, batch, &counts).await;
     }
@@ -169,17 +377,11 @@ async fn write_batch(pool: &ConnPool, batch: Vec<Job>, counts: &Counts) {
         Ok(conn) => conn,
         Err(err) => return fail_all(batch, err),
     };
-    let rows: Vec<InboxInsert> = batch.iter().map(|job| job.row.clone()).collect();
+    let query = InsertRows::new(batch.iter().map(|job| &job.row));
     let inserted = conn
         .run(
             async |conn| -> Result<Vec<(String, String, String)>, PgError> {
-                diesel::insert_into(inbox::table)
-                    .values(&rows)
-                    .on_conflict_do_nothing()
-                    .returning((inbox::source, inbox::provider, inbox::delivery_id))
-                    .get_results(conn)
-                    .await
-                    .map_err(PgError::query)
+                query.get_results(conn).await.map_err(PgError::query)
             },
         )
         .await;
@@ -201,14 +403,8 @@ async fn write_batch(pool: &ConnPool, batch: Vec<Job>, counts: &Counts) {
                 let (source, provider, id) = job.row.key();
                 let first = new
                     .get_mut(&(source.to_string(), provider.to_string(), id.to_string()))
-                    .map(|fresh| std::mem::replace(fresh, false))
-                    .unwrap_or(false);
-                let answer = if first {
-                    Received::Stored
-                } else {
-                    Received::Duplicate
-                };
-                let _ = job.answer.send(Ok(answer));
+                    .is_some_and(|fresh| std::mem::replace(fresh, false));
+                let _ = job.answer.send(Ok(received(first)));
             }
         }
         Err(err) if err.is_transient() => fail_all(batch, err),
@@ -219,13 +415,7 @@ async fn write_batch(pool: &ConnPool, batch: Vec<Job>, counts: &Counts) {
                 let outcome = conn
                     .run(async |conn| job.row.insert_on(conn).await)
                     .await
-                    .map(|new| {
-                        if new {
-                            Received::Stored
-                        } else {
-                            Received::Duplicate
-                        }
-                    });
+                    .map(received);
                 let _ = job.answer.send(outcome);
             }
         }
