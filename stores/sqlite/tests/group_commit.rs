@@ -120,3 +120,66 @@ async fn per_request_commit_stays_available() {
     assert_eq!(store.receive(&copy).await.unwrap(), Received::Stored);
     assert_eq!(store.receive(&copy).await.unwrap(), Received::Duplicate);
 }
+
+/// A `COMMIT` that fails (here a deferred foreign key one row of the batch breaks,
+/// which SQLite checks only at `COMMIT`) answers every caller of the batch with an
+/// error: no 2xx, nothing of the batch stored; the senders' retries of the other
+/// rows are stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
+    let dir = TempDir::new();
+    let store = Arc::new(open(&dir.db(), SqliteOptions::default()).await);
+    let mut setup = diesel::SqliteConnection::establish(dir.db().to_str().unwrap()).unwrap();
+    setup
+        .batch_execute(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE test_parent (id INTEGER PRIMARY KEY);
+             CREATE TABLE test_child (parent INTEGER
+                 REFERENCES test_parent (id) DEFERRABLE INITIALLY DEFERRED);
+             CREATE TRIGGER test_poison AFTER INSERT ON hookbox_inbox
+                 WHEN NEW.delivery_id = 'evt_poison'
+                 BEGIN INSERT INTO test_child VALUES (42); END;",
+        )
+        .unwrap();
+    drop(setup);
+
+    // the first delivery waits alone for the lock in the writer; the batch behind it
+    // gathers in the queue, so it is written (and fails) as one transaction
+    let lock = WriteLock::take(&dir.db());
+    let receive = |id: String| {
+        let store = store.clone();
+        tokio::spawn(async move { store.receive(&delivery(&id, "{}")).await })
+    };
+    let first = receive("evt_first".into());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let ids: Vec<String> = (0..6)
+        .map(|n| format!("evt_neighbour_{n}"))
+        .chain(["evt_poison".to_string()])
+        .collect();
+    let batch: Vec<_> = ids.iter().cloned().map(receive).collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(lock);
+
+    assert_eq!(first.await.unwrap().unwrap(), Received::Stored);
+    for (id, task) in ids.iter().zip(batch) {
+        let err = task
+            .await
+            .unwrap()
+            .expect_err("no 2xx for a batch whose COMMIT failed");
+        assert!(
+            !err.is_transient(),
+            "{id}: a constraint is not transient: {err}"
+        );
+    }
+    let rows = store.list(InboxFilter::All, 100).await.unwrap();
+    let kept: Vec<&str> = rows.iter().map(|r| r.key.delivery_id()).collect();
+    assert_eq!(kept, ["evt_first"], "nothing of the failed batch is stored");
+    // the senders retry: the neighbours are stored, the poison fails again alone
+    for id in &ids[..6] {
+        assert_eq!(
+            store.receive(&delivery(id, "{}")).await.unwrap(),
+            Received::Stored
+        );
+    }
+    assert!(store.receive(&delivery("evt_poison", "{}")).await.is_err());
+}
