@@ -17,10 +17,12 @@
 //! (counted), and when the next worker finds an expired lease on a row already at
 //! the limit it dead-letters the row instead of running it again.
 
+use std::time::{Duration, Instant};
+
 use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
-use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+use diesel_async::{AsyncConnection as _, RunQueryDsl as _, SimpleAsyncConnection as _};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     BoxFuture, ErasedHandler, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
@@ -29,6 +31,8 @@ use hookbox_core::{
 
 use crate::connect::Conn;
 use crate::error::{SqliteError, TxError};
+use crate::options::SqliteOptions;
+use crate::pool::PooledConnection;
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
 use crate::sql;
 use crate::store::SqliteStore;
@@ -188,6 +192,121 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// `work_one` on a relaxed connection: the lease transaction, then the work
+    /// transaction, each retried while another connection holds the write lock.
+    async fn lease_and_run(
+        &self,
+        conn: &mut Conn,
+        handler: &ErasedHandler<'_, Conn>,
+    ) -> Result<Worked, SqliteError> {
+        let token = fastrand::i64(..);
+        let deadline = Instant::now() + self.inner.options.busy_timeout;
+        let lease = loop {
+            match self.take_lease(conn, token).await {
+                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
+                lease => break lease?,
+            }
+        };
+        let row = match lease {
+            Lease::Idle => return Ok(Worked::Idle),
+            Lease::Dead { id, attempts } => {
+                return Ok(Worked::Failed {
+                    id,
+                    attempts,
+                    dead: true,
+                });
+            }
+            Lease::Taken(row) => row,
+        };
+        loop {
+            // a refused `BEGIN IMMEDIATE` ran nothing; the handler runs only once
+            // the lock is held, and what it did is rolled back with any error
+            match self.run_handler(conn, token, &row, handler).await {
+                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
+                worked => return worked,
+            }
+        }
+    }
+}
+
+/// How long a worker waits before it tries for the write lock again: tokio's timer
+/// tick, the finest an async task can sleep.
+async fn wait_for_lock() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+}
+
+/// The worker's connection during one `work_one`: `synchronous = NORMAL` and no
+/// busy handler, put back before the connection returns to the pool (it is closed
+/// instead when that fails or the future is dropped first).
+///
+/// `NORMAL`: the worker's commits (a lease, a handler's writes with the row marked
+/// processed) skip the fsync, so each holds SQLite's one write lock for
+/// microseconds instead of a disk flush, and the edge's acknowledgements wait
+/// less behind them. Nothing acknowledged rests on them: a power cut can take back
+/// only the last such commits, each whole (a handler's writes with their mark), so
+/// the row is worked again as if the worker had crashed, and every commit that
+/// follows with `FULL` (the edge's inserts) flushes the WAL before it, theirs
+/// included. No busy handler: SQLite's sleeps 1, 2, 5, 10… ms between tries, which
+/// starves a worker beside a busy edge; [`wait_for_lock`] tries every millisecond.
+struct WorkerConn {
+    conn: Option<PooledConnection>,
+}
+
+impl WorkerConn {
+    async fn relax(mut conn: PooledConnection) -> Result<Self, SqliteError> {
+        let relaxed = conn
+            .batch_execute("PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 0;")
+            .await;
+        let conn = Self { conn: Some(conn) };
+        // on failure `conn` is dropped unrestored, and so closed
+        relaxed?;
+        Ok(conn)
+    }
+
+    /// Puts the store's settings back and returns the connection to the pool, or
+    /// closes it when that fails.
+    async fn restore(mut self, options: &SqliteOptions) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let busy = options.busy_timeout.as_millis().min(i32::MAX as u128);
+        let restored = conn
+            .batch_execute(&format!(
+                "PRAGMA synchronous = {}; PRAGMA busy_timeout = {busy};",
+                options.synchronous.pragma()
+            ))
+            .await;
+        if restored.is_err() {
+            conn.discard();
+        }
+    }
+}
+
+impl std::ops::Deref for WorkerConn {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        // `conn` is `None` only after `restore` or inside `drop`
+        self.conn.as_deref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl std::ops::DerefMut for WorkerConn {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn.as_deref_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for WorkerConn {
+    fn drop(&mut self) {
+        // dropped before `restore`: never back to the pool with the worker's settings
+        if let Some(conn) = self.conn.take() {
+            conn.discard();
+        }
+    }
+}
+
 /// Makes row `id` a dead letter now, clearing its lease.
 async fn dead_letter(
     conn: &mut Conn,
@@ -253,17 +372,10 @@ impl Inbox for SqliteStore {
         handler: &'a ErasedHandler<'a, Conn>,
     ) -> BoxFuture<'a, Result<Worked, SqliteError>> {
         Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let token = fastrand::i64(..);
-            match self.take_lease(&mut conn, token).await? {
-                Lease::Idle => Ok(Worked::Idle),
-                Lease::Dead { id, attempts } => Ok(Worked::Failed {
-                    id,
-                    attempts,
-                    dead: true,
-                }),
-                Lease::Taken(row) => self.run_handler(&mut conn, token, &row, handler).await,
-            }
+            let mut conn = WorkerConn::relax(self.connection().await?).await?;
+            let worked = self.lease_and_run(&mut conn, handler).await;
+            conn.restore(&self.inner.options).await;
+            worked
         })
     }
 

@@ -59,6 +59,16 @@ impl PooledConnection {
     }
 }
 
+impl PooledConnection {
+    /// Closes the connection instead of handing it back to the pool: for a
+    /// connection whose settings were changed and could not be put back.
+    pub(crate) fn discard(mut self) {
+        if let Some(object) = self.inner.take() {
+            drop(Object::take(object));
+        }
+    }
+}
+
 impl std::fmt::Debug for PooledConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PooledConnection").finish_non_exhaustive()

@@ -520,3 +520,41 @@ async fn two_stores_on_one_file_share_keys() {
     assert_eq!(dup, Processed::Duplicate);
     let _ = BigInt;
 }
+
+/// The worker relaxes its connection (`synchronous = NORMAL`, no busy handler) for
+/// its own commits only: every pooled connection an inline `process_once` or a claim
+/// may get afterwards is back at the store's settings, also after a `work_one` that
+/// was cut off mid-handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_worker_settings_never_reach_the_pool() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .max_connections(2)
+        .busy_timeout(Duration::from_millis(1234));
+    let store = open(&dir.db(), options).await;
+    store.receive(&delivery("evt_cut", "hang")).await.unwrap();
+    store.receive(&delivery("evt_done", "{}")).await.unwrap();
+    let handler = async |conn: &mut Conn, delivery: &Delivery| -> Result<(), HandlerError> {
+        if delivery.body().as_ref() == b"hang" {
+            std::future::pending::<()>().await;
+        }
+        credit(conn, "acct", 1).await?;
+        Ok(())
+    };
+    let cut = tokio::time::timeout(Duration::from_millis(100), store.work_one(&handler)).await;
+    assert!(cut.is_err(), "the first row hangs and is cut off");
+    // the cut row is leased: the next one is worked
+    assert!(matches!(
+        store.work_one(&handler).await.unwrap(),
+        Worked::Processed { .. }
+    ));
+    // both pooled connections at once: whichever the worker had is among them
+    let (mut a, mut b) = (
+        store.connection().await.unwrap(),
+        store.connection().await.unwrap(),
+    );
+    for conn in [&mut *a, &mut *b] {
+        assert_eq!(pragma(conn, "synchronous").await, "2", "FULL");
+        assert_eq!(pragma(conn, "busy_timeout").await, "1234");
+    }
+}
