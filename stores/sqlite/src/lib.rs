@@ -131,6 +131,7 @@
 //! | the process crashes or is killed | every acknowledged row survives; an open transaction (claim and side effect together) rolls back, so the retry applies it | same |
 //! | power loss or an OS crash | every acknowledged row survives | the last commits before the cut may be lost, and their senders will not resend them |
 //! | a worker dies mid-row | the row stays unprocessed; its lease expires and another worker applies it once | same |
+//! | power loss while a worker drains | the worker commits at `NORMAL` (below): its last commits may be lost, each whole (the handler's writes with the row's mark), so those rows are worked again once | same |
 //! | two copies at once, in one process or several on the same file | exactly one applies; the other waits for the lock and reports a duplicate | same |
 //! | failover | none: SQLite is one file on one machine; use `hookbox-diesel-pg` for a replicated database | same |
 //!
@@ -153,6 +154,17 @@
 //!   lease is still its own. The attempt is counted when the lease is taken, so a
 //!   poison event that crashes the whole process still reaches the dead-letter
 //!   limit. A handler error rolls back to a savepoint and records the failure.
+//!   The worker's connection commits at `synchronous = NORMAL` and waits for the
+//!   write lock in 1 ms steps instead of SQLite's busy handler (1, 2, 5, 10… ms),
+//!   so its commits hold the one write lock for microseconds rather than an fsync:
+//!   nothing acknowledged rests on them, and every later `FULL` commit (the edge's
+//!   inserts) flushes the WAL before it, theirs included. The settings are put
+//!   back before the connection returns to the pool.
+//! - **Group commit.** [`Inbox::receive`](hookbox_core::Inbox::receive) goes
+//!   through two threads with a connection each: a lookup that answers stored keys
+//!   from a read, and a writer that commits whatever queued while it was busy in
+//!   one transaction and answers each caller after the `COMMIT`
+//!   ([`SqliteOptions::commit_mode`]).
 //! - **Outbox.** [`stage`](hookbox_core::OutboxStore::stage) is one
 //!   `INSERT … ON CONFLICT (message_id) DO NOTHING` on the handler's connection, so
 //!   the message commits with the claim or not at all, and a handler that runs again

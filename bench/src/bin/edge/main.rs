@@ -58,12 +58,15 @@ use hookbox_bench::env::{
     self, DEFAULT_PG_URL, DEFAULT_REDIS_URL, PG_URL_VAR, REDIS_URL_VAR, TempDir, unique_suffix,
 };
 use hookbox_bench::services::{PgSchema, Redis, skipped, without_credentials};
+use hookbox_bench::table::thousands;
 use hookbox_bench::{BoxErr, host};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    CommitMode, Inbox, Provider as _, Received, Signer as _, VerifiedDelivery, error_chain,
+    CommitMode, Delivery, Inbox, Provider as _, Received, Signer as _, VerifiedDelivery,
+    error_chain,
 };
+use hookbox_diesel_pg::diesel_async::AsyncPgConnection;
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_redis_cache::{CacheOptions, CacheStats, Cached};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -75,7 +78,7 @@ mod report;
 mod server;
 mod tally;
 
-use phase::{CONNECTIONS, Feed, Phase, ROUNDS, Side, Timing, paired, single};
+use phase::{CONNECTIONS, Feed, Phase, ROUNDS, Side, Timing, WORKER_CONNECTIONS, paired, single};
 use report::{Kind, TARGETS, Table, Via};
 use server::{PATH, Prepared, Server, bare_router, http_client, send, serve};
 use tally::Answer;
@@ -85,6 +88,11 @@ const COMMAND: &str = "cargo run --release -p hookbox-bench --bin hookbox-bench-
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// How many stored deliveries the duplicate rows send again, round robin.
 const DUPLICATES: usize = 16;
+/// The offered load of the first row with a worker beside the edge: a modest,
+/// steady rate the worker can keep up with.
+const WORKER_PACE: f64 = 1_500.0;
+/// How long the worker beside the edge waits when no row is due.
+const WORKER_IDLE: Duration = Duration::from_millis(10);
 /// Worker threads of the receiver's runtime (and of the client's).
 const WORKER_THREADS: usize = 2;
 
@@ -147,6 +155,18 @@ impl Ctx {
         conns: usize,
         feed: Feed<'a, Prepared>,
     ) -> impl Phase + 'a {
+        self.paced_http_side(server, conns, feed, None)
+    }
+
+    /// A side as [`Ctx::http_side`], sending `pace` requests per second in all when
+    /// set (an offered load) instead of as fast as answered.
+    fn paced_http_side<'a>(
+        &'a self,
+        server: &Server,
+        conns: usize,
+        feed: Feed<'a, Prepared>,
+        pace: Option<f64>,
+    ) -> impl Phase + 'a {
         let client = http_client();
         let uri = server.uri.clone();
         Side {
@@ -158,6 +178,7 @@ impl Ctx {
                 async move { send(&client, uri, &prepared).await }
             },
             peak_rate: None,
+            pace,
         }
     }
 
@@ -186,6 +207,7 @@ impl Ctx {
                 }
             },
             peak_rate: None,
+            pace: None,
         }
     }
 
@@ -348,6 +370,58 @@ impl Ctx {
         Ok(())
     }
 
+    /// The edge while a worker drains the same store: fresh deliveries at 64
+    /// connections, first at an offered [`WORKER_PACE`] per second, then as fast as
+    /// answered, with `run_worker` running `handler` on the receiver's runtime, so its
+    /// transactions (lease, then the handler and the mark) share the write path with
+    /// the edge's inserts. After each row, what the worker drained meanwhile.
+    fn worker_section<S, H>(&self, name: &'static str, store: S, handler: H) -> Result<(), BoxErr>
+    where
+        S: Inbox + Clone + Send + Sync + 'static,
+        H: hookbox_core::Handler<S::Conn> + 'static,
+    {
+        let server = serve(
+            &self.server_rt,
+            Webhook::inbox(Standard::new(SECRET)?, store.clone()).into_router(PATH),
+        )?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let worker_store = store.clone();
+        let worker = self.server_rt.spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            hookbox_core::run_worker(&worker_store, handler, WORKER_IDLE, shutdown).await
+        });
+        let sign = |n| Ok(self.sign_fresh(n));
+        for pace in [Some(WORKER_PACE), None] {
+            let before = self.server_rt.block_on(store.stats())?;
+            let started = Instant::now();
+            let mut http =
+                self.paced_http_side(&server, WORKER_CONNECTIONS, Feed::Fresh(&sign), pace);
+            let tally = single(&mut http, &self.timing)?;
+            let elapsed = started.elapsed().as_secs_f64();
+            let after = self.server_rt.block_on(store.stats())?;
+            let via = Via::EdgeWithWorker {
+                offered: pace.map(|rate| rate as u32),
+            };
+            self.table
+                .row(name, via, Kind::Fresh, WORKER_CONNECTIONS, &tally);
+            let drained = after.processed.saturating_sub(before.processed);
+            println!(
+                "{:<26} the worker meanwhile: {}/s processed, {} pending when the cell ended",
+                "",
+                thousands(drained as f64 / elapsed),
+                after.pending,
+            );
+        }
+        let _ = stop.send(());
+        let report = self.server_rt.block_on(worker)??;
+        if report.failed > 0 {
+            return Err(format!("the worker beside the edge failed {} rows", report.failed).into());
+        }
+        Ok(())
+    }
+
     /// Prints what the cache did during the cells since `before`.
     fn cache_line<S>(&self, cells: &str, cached: &Cached<S>, before: &CacheStats) {
         let after = cached.cache_stats();
@@ -405,7 +479,13 @@ fn sqlite_section(ctx: &Ctx, dir: &Path) -> Result<(), BoxErr> {
         SqliteStore::group_commit_stats,
     )?;
     let store = sqlite_store(ctx, &dir.join("hookbox.db"), SqliteOptions::default())?;
-    ctx.store_section("sqlite", store)
+    ctx.store_section("sqlite", store)?;
+    let beside = sqlite_store(ctx, &dir.join("worker.db"), SqliteOptions::default())?;
+    ctx.worker_section(
+        "sqlite",
+        beside,
+        async |_conn: &mut hookbox_sqlite::Conn, _delivery: &Delivery| Ok(()),
+    )
 }
 
 /// Which sections `HOOKBOX_BENCH_ONLY` (a comma-separated subset of `bare`,
@@ -533,6 +613,11 @@ fn main() -> Result<(), BoxErr> {
                         PgStore::group_commit_stats,
                     )?;
                     ctx.store_section("postgres", store.clone())?;
+                    ctx.worker_section(
+                        "postgres",
+                        store.clone(),
+                        async |_conn: &mut AsyncPgConnection, _delivery: &Delivery| Ok(()),
+                    )?;
                 }
                 None => println!("{:<26} (skipped: server unreachable)", "postgres"),
             }

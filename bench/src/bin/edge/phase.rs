@@ -14,6 +14,8 @@ use crate::tally::{Answer, Tally};
 
 /// Concurrent connections (request loops) per cell.
 pub(crate) const CONNECTIONS: [usize; 3] = [1, 16, 64];
+/// Connections of the rows with a worker draining beside the edge.
+pub(crate) const WORKER_CONNECTIONS: usize = 64;
 
 /// How long each phase of a cell runs.
 pub(crate) struct Timing {
@@ -77,7 +79,18 @@ impl<T> Batch<T> {
 
 /// Runs `conns` loops, each taking the next item and awaiting `op` on it, until
 /// `duration` has passed or the batch is used up.
-async fn phase<T, F, Fut>(conns: usize, batch: Arc<Batch<T>>, duration: Duration, op: F) -> Tally
+///
+/// With `pace` (requests per second in all), each loop sends on a schedule of
+/// `conns / pace` seconds between requests, the loops spread evenly over one period,
+/// instead of as fast as it is answered: an offered load, for latency at a given
+/// rate. A loop behind its schedule sends at once.
+async fn phase<T, F, Fut>(
+    conns: usize,
+    batch: Arc<Batch<T>>,
+    duration: Duration,
+    op: F,
+    pace: Option<f64>,
+) -> Tally
 where
     T: Send + Sync + 'static,
     F: Fn(Arc<T>) -> Fut + Clone + Send + 'static,
@@ -85,11 +98,17 @@ where
 {
     let until = Instant::now() + duration;
     let mut loops = Loops::start();
-    for _ in 0..conns {
+    let period = pace.map(|rate| Duration::from_secs_f64(conns as f64 / rate.max(1e-3)));
+    for n in 0..conns {
         let (batch, op) = (Arc::clone(&batch), op.clone());
+        let mut next = period.map(|period| Instant::now() + period * n as u32 / conns as u32);
         loops.spawn(async move {
             let mut tally = Tally::default();
             while Instant::now() < until {
+                if let (Some(at), Some(period)) = (next.as_mut(), period) {
+                    tokio::time::sleep_until((*at).into()).await;
+                    *at = (*at + period).max(Instant::now());
+                }
                 let Some(item) = batch.take() else {
                     tally.ran_out = true;
                     break;
@@ -132,6 +151,8 @@ pub(crate) struct Side<'a, T, F> {
     pub(crate) feed: Feed<'a, T>,
     pub(crate) op: F,
     pub(crate) peak_rate: Option<f64>,
+    /// An offered load in requests per second; `None`: as fast as answered.
+    pub(crate) pace: Option<f64>,
 }
 
 /// A side of a cell, whatever it sends.
@@ -164,6 +185,7 @@ where
             Arc::new(batch),
             duration,
             self.op.clone(),
+            self.pace,
         ));
         self.peak_rate = Some(self.peak_rate.unwrap_or(0.0).max(tally.rate()));
         Ok(tally)

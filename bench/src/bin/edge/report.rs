@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hookbox_bench::table::{self, thousands};
 
-use crate::phase::CONNECTIONS;
+use crate::phase::{CONNECTIONS, WORKER_CONNECTIONS};
 use crate::tally::Tally;
 
 /// Which path a row measures.
@@ -39,6 +39,9 @@ pub(crate) enum Via {
     Edge { cache: bool },
     /// `Inbox::receive` called directly.
     Receive,
+    /// The edge over HTTP while `run_worker` drains the same store, at an offered
+    /// load (requests per second) or as fast as answered.
+    EdgeWithWorker { offered: Option<u32> },
 }
 
 /// One printed row.
@@ -48,6 +51,7 @@ struct Row {
     kind: Kind,
     conns: usize,
     rate: f64,
+    p99: Option<Duration>,
 }
 
 /// The rows printed so far, and what was wrong with them.
@@ -86,6 +90,10 @@ impl Table {
             Via::Edge { cache: false } => store.to_string(),
             Via::Edge { cache: true } => format!("{store} + redis"),
             Via::Receive => format!("{store} Inbox::receive"),
+            Via::EdgeWithWorker { offered: None } => format!("{store} + worker"),
+            Via::EdgeWithWorker {
+                offered: Some(rate),
+            } => format!("{store} + worker @{rate}/s"),
         };
         let ms = |d: Option<Duration>| {
             d.map_or_else(|| "-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3))
@@ -149,6 +157,7 @@ impl Table {
             kind,
             conns,
             rate: tally.rate(),
+            p99: tally.percentile(0.99),
         });
     }
 
@@ -185,9 +194,10 @@ impl Table {
             Via::Bare => ("bare", "none", false, "bare"),
             Via::Edge { cache } => ("edge", commit, cache, kind.as_str()),
             Via::Receive => ("receive", commit, false, kind.as_str()),
+            Via::EdgeWithWorker { .. } => ("edge+worker", commit, false, kind.as_str()),
         };
         let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "row": row,
             "store": if row == "bare" { "none" } else { base },
             "commit": commit,
@@ -199,21 +209,37 @@ impl Table {
             "p99_ms": ms(tally.percentile(0.99)),
             "mean_batch": if commit == "group" { self.mean_batch.get() } else { None },
         });
+        if let Via::EdgeWithWorker { offered } = via {
+            line["offered_per_s"] = serde_json::json!(offered);
+        }
         let _ = writeln!(file, "{line}");
     }
 
     /// Prints group commit against per-request commit, fresh deliveries over HTTP,
-    /// measured in the same paired rounds; and against the bare handler.
+    /// measured in the same paired rounds; against the bare handler; the duplicates
+    /// without the cache against the bare handler; and the acknowledgement p99 with
+    /// and without a worker draining the same store.
     pub(crate) fn print_group_commit(&self) {
         println!(
             "target: group commit >= 5x per-request commit on SQLite and >= 2.5x on Postgres, \
              fresh deliveries at 64 connections (paired rounds); group / bare alongside"
         );
         println!(
-            "{:<10} {:>5} {:>12} {:>14} {:>8} {:>11} {:>12}",
-            "store", "conns", "group/s", "per-request/s", "ratio", "bare/s", "group/bare"
+            "{:<10} {:>5} {:>12} {:>14} {:>8} {:>11} {:>12} {:>12}",
+            "store",
+            "conns",
+            "group/s",
+            "per-request/s",
+            "ratio",
+            "bare/s",
+            "group/bare",
+            "group p99 ms"
         );
         let edge = Via::Edge { cache: false };
+        let bare_rate = |conns| self.rate("bare", Via::Bare, Kind::Ceiling, conns);
+        let ratio = |num: f64, den: Option<f64>| {
+            den.map_or_else(|| "-".into(), |den| format!("{:.2}x", num / den))
+        };
         for (store, per_request) in [
             ("sqlite", "sqlite per-request"),
             ("postgres", "postgres per-request"),
@@ -221,20 +247,85 @@ impl Table {
             for conns in CONNECTIONS {
                 let group = self.rate(&format!("{store} group"), edge, Kind::Fresh, conns);
                 let per = self.rate(per_request, edge, Kind::Fresh, conns);
-                let bare = self.rate("bare", Via::Bare, Kind::Ceiling, conns);
+                let p99 = self.p99(&format!("{store} group"), edge, Kind::Fresh, conns);
+                let bare = bare_rate(conns);
                 match (group, per) {
                     (Some(group), Some(per)) if per > 0.0 => println!(
-                        "{store:<10} {conns:>5} {:>12} {:>14} {:>7.2}x {:>11} {:>11.2}x",
+                        "{store:<10} {conns:>5} {:>12} {:>14} {:>7.2}x {:>11} {:>12} {:>12}",
                         thousands(group),
                         thousands(per),
                         group / per,
                         bare.map_or_else(|| "-".into(), thousands),
-                        bare.map_or(f64::NAN, |bare| group / bare),
+                        ratio(group, bare),
+                        ms(p99),
                     ),
                     _ => println!("{store:<10} {conns:>5} (skipped)"),
                 }
             }
         }
+        println!();
+        println!(
+            "target: duplicates without the cache >= 0.5x the bare handler at 64 connections \
+             (group commit's read; the bare rows of this run)"
+        );
+        println!(
+            "{:<10} {:>5} {:>12} {:>11} {:>8}",
+            "store", "conns", "dup/s", "bare/s", "ratio"
+        );
+        for store in ["sqlite", "postgres"] {
+            for conns in CONNECTIONS {
+                match self.rate(&format!("{store} group"), edge, Kind::Duplicate, conns) {
+                    Some(dup) => println!(
+                        "{store:<10} {conns:>5} {:>12} {:>11} {:>8}",
+                        thousands(dup),
+                        bare_rate(conns).map_or_else(|| "-".into(), thousands),
+                        ratio(dup, bare_rate(conns)),
+                    ),
+                    None => println!("{store:<10} {conns:>5} (skipped)"),
+                }
+            }
+        }
+        println!();
+        println!(
+            "target: acknowledgement p99 < 20 ms on SQLite while a worker drains the same \
+             store (fresh deliveries, {WORKER_CONNECTIONS} connections)"
+        );
+        println!(
+            "{:<10} {:>12} {:>10} {:>10}",
+            "store", "offered/s", "acked/s", "p99 ms"
+        );
+        for store in ["sqlite", "postgres"] {
+            let rows: Vec<(Option<u32>, f64, Option<Duration>)> = self
+                .rows
+                .borrow()
+                .iter()
+                .filter(|r| r.store == store && r.kind == Kind::Fresh)
+                .filter_map(|r| match r.via {
+                    Via::EdgeWithWorker { offered } => Some((offered, r.rate, r.p99)),
+                    _ => None,
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("{store:<10} (skipped)");
+            }
+            for (offered, rate, p99) in rows {
+                println!(
+                    "{store:<10} {:>12} {:>10} {:>10}",
+                    offered.map_or_else(|| "as answered".into(), |r| thousands(f64::from(r))),
+                    thousands(rate),
+                    ms(p99),
+                );
+            }
+        }
+    }
+
+    /// The p99 of the row measured for `store`, `via`, `kind` at `conns`.
+    fn p99(&self, store: &str, via: Via, kind: Kind, conns: usize) -> Option<Duration> {
+        self.rows
+            .borrow()
+            .iter()
+            .find(|r| r.store == store && r.via == via && r.kind == kind && r.conns == conns)
+            .and_then(|r| r.p99)
     }
 
     /// The rate of the row measured for `store`, `via`, `kind` at `conns`.
@@ -265,6 +356,11 @@ pub(crate) struct Target {
     num: (Via, Kind),
     den: (Via, Kind),
     at_least: f64,
+}
+
+/// A latency in milliseconds with two decimals, or `-`.
+fn ms(latency: Option<Duration>) -> String {
+    latency.map_or_else(|| "-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3))
 }
 
 /// The target ratios the run checks, in the order printed.
