@@ -31,6 +31,11 @@
 //! timing starts, so signing is not measured. No worker runs: the fresh rows only
 //! fill the inbox. No tracing subscriber is installed, as in a service without one.
 //!
+//! - **the edge beside a worker**: `run_worker` (a handler that does nothing, so
+//!   the rows measure the worker's own transactions) draining the same store while
+//!   64 connections send fresh deliveries, first at an offered 1,500 per second,
+//!   then as fast as answered; after each row what the worker processed meanwhile,
+//!   and at the end what it drains alone in a cell's length;
 //! - **group commit against per-request commit** on each store: two stores side by
 //!   side (`CommitMode::Grouped`, the default, and `CommitMode::PerRequest`), the
 //!   edge over HTTP on each, fresh and duplicates, in alternating rounds; the group
@@ -414,6 +419,18 @@ impl Ctx {
                 after.pending,
             );
         }
+        // the backlog the cells left, drained by the worker alone
+        let before = self.server_rt.block_on(store.stats())?;
+        let started = Instant::now();
+        std::thread::sleep(self.timing.cell);
+        let elapsed = started.elapsed().as_secs_f64();
+        let after = self.server_rt.block_on(store.stats())?;
+        println!(
+            "{:<26} the worker alone, no requests: {}/s processed, {} pending after {elapsed:.1} s",
+            "",
+            thousands(after.processed.saturating_sub(before.processed) as f64 / elapsed),
+            after.pending,
+        );
         let _ = stop.send(());
         let report = self.server_rt.block_on(worker)??;
         if report.failed > 0 {
@@ -550,7 +567,8 @@ fn main() -> Result<(), BoxErr> {
     );
     println!(
         "receiver: axum {PATH} in this process, its own tokio runtime ({WORKER_THREADS} worker \
-         threads), 127.0.0.1, TCP_NODELAY; Webhook::inbox(Standard, store), no worker running"
+         threads), 127.0.0.1, TCP_NODELAY; Webhook::inbox(Standard, store), no worker running \
+         except in the \"+ worker\" rows"
     );
     println!(
         "client:   hyper-util legacy client, HTTP/1.1 keep-alive, on a second runtime \
