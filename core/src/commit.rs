@@ -34,8 +34,10 @@ impl Default for CommitMode {
 pub struct GroupCommit {
     /// The most deliveries one transaction holds (default 256).
     pub max_batch: usize,
-    /// How many deliveries may wait for the writer (default 4,096). When the queue
-    /// is full a caller waits for room (backpressure), up to `queue_timeout`.
+    /// How many deliveries may wait for the writer (default 4,096), besides the few
+    /// batches of at most `max_batch` a store's lookup and writer stages hold in
+    /// hand. When the queue is full a caller waits for room (backpressure), up to
+    /// `queue_timeout`.
     pub queue_depth: usize,
     /// How long a caller waits for room in a full queue before it gets a transient
     /// error, which an HTTP edge answers with 503 and `Retry-After` (default 2 s).

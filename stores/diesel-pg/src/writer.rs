@@ -236,7 +236,9 @@ impl Writer {
     pub(crate) fn start(pool: ConnPool, config: GroupCommit) -> Self {
         let depth = config.queue_depth.max(1);
         let (lookups, lookup_queue) = mpsc::channel(depth);
-        let (writes, write_queue) = mpsc::channel(depth);
+        // the writers' queue holds a batch for each: the deliveries beyond wait in
+        // the lookup's queue, which `queue_depth` bounds
+        let (writes, write_queue) = mpsc::channel(config.max_batch.max(1) * WRITERS);
         let write_queue = Arc::new(Mutex::new(write_queue));
         let counts = Arc::new(Counts::default());
         tokio::spawn(run_lookups(pool.clone(), lookup_queue, config, writes));

@@ -3,7 +3,8 @@
 //!
 //! 1. **lookup**: takes every receive that is waiting and answers each whose key is
 //!    already stored from a read (under WAL a reader never waits for the writer, and
-//!    a duplicate writes nothing); the rest go on to the writer.
+//!    a duplicate writes nothing); the rest go on to the writer. A delivery alone
+//!    in the queue while the writer is idle it writes itself, in autocommit.
 //! 2. **writer**: takes every insert that is waiting, writes them in one
 //!    transaction, commits once, and only then answers each caller.
 //!
@@ -30,7 +31,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection as _;
@@ -46,6 +47,12 @@ use crate::sql::{InboxHas, ReceiveRow};
 
 /// The longest the writer sleeps between two tries for the write lock.
 const MAX_LOCK_PAUSE: Duration = Duration::from_micros(500);
+
+/// Batches the lookup thread may hand the writer ahead of the one it is writing; past
+/// it the lookup thread waits, its own queue (`queue_depth`) fills, and callers get
+/// [`SqliteError::Overloaded`] after the queue timeout. At most `queue_depth` and
+/// three batches wait in all: queued, in the lookup's hand, handed over.
+const WRITE_QUEUE_BATCHES: usize = 1;
 
 /// What a caller gets when a stage's thread is gone (the store is being dropped).
 const STOPPED: SqliteError = SqliteError::Config("the inbox writer thread stopped");
@@ -122,11 +129,13 @@ pub(crate) struct Writer {
     counts: Arc<Counts>,
 }
 
-/// Batches and rows committed, for [`GroupCommitStats`].
+/// Batches and rows committed, for [`GroupCommitStats`], and whether the writer has
+/// a batch in hand.
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
     batches: AtomicU64,
     rows: AtomicU64,
+    writing: AtomicBool,
 }
 
 impl Counts {
@@ -148,9 +157,10 @@ impl Writer {
     ) -> Result<Self, SqliteError> {
         let depth = config.queue_depth.max(1);
         let (lookups, lookup_queue) = mpsc::channel(depth);
-        let (writes, write_queue) = mpsc::channel(depth);
+        let (writes, write_queue) = mpsc::channel(WRITE_QUEUE_BATCHES);
         let counts = Arc::new(Counts::default());
         let writer_counts = Arc::clone(&counts);
+        let lookup_counts = Arc::clone(&counts);
         let (writer_path, writer_options) = (path.clone(), options.clone());
         std::thread::Builder::new()
             .name("hookbox-sqlite-writer".into())
@@ -166,7 +176,16 @@ impl Writer {
             .map_err(|_| SqliteError::Config("could not start the inbox writer thread"))?;
         std::thread::Builder::new()
             .name("hookbox-sqlite-lookup".into())
-            .spawn(move || run_lookups(&path, &options, config, lookup_queue, &writes))
+            .spawn(move || {
+                run_lookups(
+                    &path,
+                    &options,
+                    config,
+                    lookup_queue,
+                    &writes,
+                    &lookup_counts,
+                );
+            })
             .map_err(|_| SqliteError::Config("could not start the inbox lookup thread"))?;
         Ok(Self {
             lookups,
@@ -221,18 +240,25 @@ fn next_batch(queue: &mut mpsc::Receiver<Job>, config: GroupCommit) -> Option<Ve
 ///
 /// The read only saves the write lock's queue: when it fails, or the connection
 /// cannot be opened, the job goes on to the writer, whose insert decides.
+///
+/// A delivery alone in the queue while the writer is idle (low load) is written here,
+/// in autocommit, as the writer would write a batch of one: handing it over would
+/// cost a thread wake-up and gain nothing. Nothing can reach the writer meanwhile,
+/// since only this thread feeds it.
 fn run_lookups(
     path: &Path,
     options: &SqliteOptions,
     config: GroupCommit,
     mut queue: mpsc::Receiver<Job>,
-    writes: &mpsc::Sender<Job>,
+    writes: &mpsc::Sender<Vec<Job>>,
+    counts: &Counts,
 ) {
     let mut conn: Option<SqliteConnection> = None;
     while let Some(batch) = next_batch(&mut queue, config) {
         if conn.is_none() {
-            conn = crate::connect::connect(path, options).ok();
+            conn = open_writer(path, options).ok();
         }
+        let mut fresh = Vec::with_capacity(batch.len());
         for job in batch {
             let stored = match conn.as_mut().map(|conn| job.row.is_stored_on(conn)) {
                 Some(Ok(stored)) => stored,
@@ -245,8 +271,22 @@ fn run_lookups(
             };
             if stored {
                 let _ = job.answer.send(Ok(Received::Duplicate));
-            } else if let Err(mpsc::error::SendError(job)) = writes.blocking_send(job) {
-                let _ = job.answer.send(Err(STOPPED));
+            } else {
+                fresh.push(job);
+            }
+        }
+        let writer_idle =
+            !counts.writing.load(Ordering::Acquire) && writes.capacity() == writes.max_capacity();
+        if let (1, true, Some(open)) = (fresh.len(), writer_idle, conn.as_mut()) {
+            if let Some(job) = fresh.pop() {
+                write_alone(open, job, counts, Instant::now() + options.busy_timeout);
+            }
+        } else if !fresh.is_empty() {
+            // one message: the writer sees the lookup's batch whole
+            if let Err(mpsc::error::SendError(jobs)) = writes.blocking_send(fresh) {
+                for job in jobs {
+                    let _ = job.answer.send(Err(STOPPED));
+                }
             }
         }
     }
@@ -258,11 +298,34 @@ fn run_writes(
     path: &Path,
     options: &SqliteOptions,
     config: GroupCommit,
-    mut queue: mpsc::Receiver<Job>,
+    mut queue: mpsc::Receiver<Vec<Job>>,
     counts: &Counts,
 ) {
     let mut conn: Option<SqliteConnection> = None;
-    while let Some(batch) = next_batch(&mut queue, config) {
+    let cap = config.max_batch.max(1);
+    let mut pending: Vec<Job> = Vec::new();
+    loop {
+        // what is queued, in batches of at most `max_batch`
+        if pending.is_empty() {
+            counts.writing.store(false, Ordering::Release);
+            let Some(first) = queue.blocking_recv() else {
+                return; // the lookup thread stopped
+            };
+            counts.writing.store(true, Ordering::Release);
+            pending = first;
+            while pending.len() < cap {
+                match queue.try_recv() {
+                    Ok(more) => pending.extend(more),
+                    Err(_) => break,
+                }
+            }
+        }
+        let rest = if pending.len() > cap {
+            pending.split_off(cap)
+        } else {
+            Vec::new()
+        };
+        let batch = std::mem::replace(&mut pending, rest);
         if conn.is_none() {
             match open_writer(path, options) {
                 Ok(opened) => conn = Some(opened),
@@ -322,16 +385,9 @@ fn write_batch(
 ) -> bool {
     let started = Instant::now();
     if batch.len() == 1 {
-        // alone in the queue (low load): one statement in autocommit, exactly the
-        // per-request path, without a transaction around it
-        let Some(job) = batch.pop() else { return true };
-        let outcome = retry_while_locked(lock_deadline, || job.row.insert_on(conn));
-        if outcome.is_ok() {
-            counts.committed(1);
+        if let Some(job) = batch.pop() {
+            write_alone(conn, job, counts, lock_deadline);
         }
-        let _ = job
-            .answer
-            .send(outcome.map(received).map_err(SqliteError::from));
         return true;
     }
     if let Err(err) = retry_while_locked(lock_deadline, || conn.batch_execute("BEGIN IMMEDIATE")) {
@@ -360,6 +416,19 @@ fn write_batch(
         .map(|(job, inserted)| (job, Ok(received(inserted))))
         .collect();
     commit(conn, outcomes, counts, lock_deadline, started)
+}
+
+/// Writes a delivery alone in the queue (low load): one statement in autocommit,
+/// exactly the per-request path, without a transaction around it (a failed
+/// autocommit statement leaves nothing open, so the connection stays usable).
+fn write_alone(conn: &mut SqliteConnection, job: Job, counts: &Counts, lock_deadline: Instant) {
+    let outcome = retry_while_locked(lock_deadline, || job.row.insert_on(conn));
+    if outcome.is_ok() {
+        counts.committed(1);
+    }
+    let _ = job
+        .answer
+        .send(outcome.map(received).map_err(SqliteError::from));
 }
 
 /// Writes a batch that held a failing row again, each row in a savepoint: the

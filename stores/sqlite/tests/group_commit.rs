@@ -50,11 +50,12 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
         })
         .collect();
     // the writer is stuck behind the lock: the queue fills, and the callers past it
-    // give up after the queue timeout instead of piling up
+    // give up after the queue timeout instead of piling up; at most the queue (2)
+    // and three batches of 4 (the lookup's, the one handed over, the writer's) wait
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let finished = tasks.iter().filter(|task| task.is_finished()).count();
     assert!(
-        finished >= 20,
+        finished >= 16,
         "only {finished} of 30 answered while the writer was stuck"
     );
     drop(lock);
@@ -74,7 +75,7 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
         }
     }
     assert_eq!(stored + overloaded, 30);
-    assert!(overloaded >= 20, "{overloaded} overloaded");
+    assert!(overloaded >= 16, "{overloaded} overloaded");
     let rows = store.list(InboxFilter::All, 100).await.unwrap();
     assert_eq!(
         rows.len(),
