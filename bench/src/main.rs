@@ -2,6 +2,11 @@
 //! pre-keyed HMAC-SHA256 over the same signed bytes, the ratio of the two, and (with
 //! `--features svix-baseline`) the official `svix` crate's `Webhook::verify`.
 //!
+//! Every provider verifies the same Stripe-shaped event, whose `type` comes before
+//! `data`; the `stripe-real` row verifies the same event in Stripe's own member order
+//! (`id`, `object`, `api_version`, `created`, `data`, `livemode`, `pending_webhooks`,
+//! `request`, `type`), where the Stripe scanner reads up to the last member.
+//!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench`
 //!
 //! With `HOOKBOX_BENCH_JSON=<file>` every row is also written to `<file>` as one JSON
@@ -73,18 +78,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("(ratio = hookbox / bare pre-keyed HMAC-SHA256 over the same signed bytes)");
     println!(
-        "{:<10}{:>10}{:>12}{:>12}{:>9}{:>12}",
+        "{:<12}{:>8}{:>12}{:>12}{:>9}{:>12}",
         "provider", "body", "hookbox", "bare HMAC", "ratio", "svix crate"
     );
     let mut json = String::new();
     for size in sizes {
-        let body = stripe_like_json(size);
-        for case in cases(&body)? {
-            let row = measure_case(&case, &body)?;
-            let svix = svix_baseline(case.name, &body)?
+        let body = stripe_like_json(size, Order::TypeFirst);
+        let real = stripe_like_json(size, Order::Stripe);
+        let mut all: Vec<(Case, &[u8])> =
+            cases(&body)?.into_iter().map(|c| (c, &body[..])).collect();
+        all.insert(1, (stripe_case("stripe-real", &real)?, &real[..]));
+        for (case, body) in all {
+            let row = measure_case(&case, body)?;
+            let svix = svix_baseline(case.name, body)?
                 .map_or_else(|| "-".to_string(), |ns| format!("{ns:.0}"));
             println!(
-                "{:<10}{:>10}{:>12.0}{:>12.0}{:>8.3}x{:>12}",
+                "{:<12}{:>8}{:>12.0}{:>12.0}{:>8.3}x{:>12}",
                 row.provider,
                 format!("{} KiB", size / 1024),
                 row.ns,
@@ -179,15 +188,7 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
     let standard_key = base64::engine::general_purpose::STANDARD
         .decode(HMAC_SECRET.trim_start_matches("whsec_"))?;
     Ok(vec![
-        Case {
-            name: "stripe",
-            provider: Box::new(hookbox_stripe::Stripe::new(HMAC_SECRET)?),
-            headers: hookbox_stripe::StripeSigner::new(HMAC_SECRET)?
-                .sign(ID, TIMESTAMP, body)
-                .to_header_map(),
-            hmac_key: HMAC_SECRET.as_bytes().to_vec(),
-            signed_prefix: format!("{ts}.").into_bytes(),
-        },
+        stripe_case("stripe", body)?,
         Case {
             name: "shopify",
             provider: Box::new(hookbox_shopify::Shopify::new(HMAC_SECRET)?),
@@ -227,11 +228,43 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
     ])
 }
 
-/// A Stripe-shaped event padded with many small fields to exactly `size` bytes, so
-/// that providers which read the JSON pay a realistic parsing cost.
-fn stripe_like_json(size: usize) -> Vec<u8> {
-    let head = r#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","type":"payment_intent.succeeded","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent","amount":2000,"currency":"usd","metadata":{"#;
-    let tail = r#"}}}}"#;
+/// The Stripe case named `name`, signed over `body`.
+fn stripe_case(name: &'static str, body: &[u8]) -> Result<Case, Box<dyn std::error::Error>> {
+    Ok(Case {
+        name,
+        provider: Box::new(hookbox_stripe::Stripe::new(HMAC_SECRET)?),
+        headers: hookbox_stripe::StripeSigner::new(HMAC_SECRET)?
+            .sign(ID, TIMESTAMP, body)
+            .to_header_map(),
+        hmac_key: HMAC_SECRET.as_bytes().to_vec(),
+        signed_prefix: format!("{TIMESTAMP}.").into_bytes(),
+    })
+}
+
+/// Where the event's `type` is.
+#[derive(Clone, Copy)]
+enum Order {
+    /// Before `data`: the Stripe scanner stops after `data.object.id`, near the start.
+    TypeFirst,
+    /// Stripe's own order, `type` last (after `data`, `livemode`, `pending_webhooks` and
+    /// `request`): the scanner skips `data` and reads on to the last member.
+    Stripe,
+}
+
+/// A Stripe-shaped event padded with many small fields (in `data.object.metadata`) to
+/// exactly `size` bytes, so that providers which read the JSON pay a realistic
+/// parsing cost.
+fn stripe_like_json(size: usize, order: Order) -> Vec<u8> {
+    let (head, tail) = match order {
+        Order::TypeFirst => (
+            r#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","type":"payment_intent.succeeded","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent","amount":2000,"currency":"usd","metadata":{"#,
+            r#"}}}}"#,
+        ),
+        Order::Stripe => (
+            r#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","created":1790000000,"data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C1","object":"payment_intent","amount":2000,"currency":"usd","metadata":{"#,
+            r#"}}},"livemode":false,"pending_webhooks":1,"request":{"id":"req_8xVBqRtQbJnW3k","idempotency_key":"5e2f7a1c-9b3d-4e8a-b6f0-2c4d8e1a7b95"},"type":"payment_intent.succeeded"}"#,
+        ),
+    };
     let mut json = head.to_string();
     let mut i = 0;
     loop {

@@ -8,6 +8,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use time::OffsetDateTime;
 
+use crate::DeliveryText;
+
 /// The key a delivery is deduplicated on: the provider's stable delivery id, scoped
 /// by the source (the receiving endpoint) and, where the provider names one, the
 /// tenant (Shopify's shop domain).
@@ -24,18 +26,20 @@ use time::OffsetDateTime;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DedupeKey {
-    source: String,
-    tenant: Option<String>,
+    source: DeliveryText,
+    tenant: Option<DeliveryText>,
     provider: Cow<'static, str>,
-    delivery_id: String,
+    delivery_id: DeliveryText,
 }
 
 impl DedupeKey {
-    /// A key for `delivery_id` from `provider`, received at `source`.
+    /// A key for `delivery_id` from `provider`, received at `source`. Short texts are
+    /// kept inline ([`DeliveryText`]), so a provider builds a key without allocating.
+    #[inline(always)]
     pub fn new(
-        source: impl Into<String>,
+        source: impl Into<DeliveryText>,
         provider: impl Into<Cow<'static, str>>,
-        delivery_id: impl Into<String>,
+        delivery_id: impl Into<DeliveryText>,
     ) -> Self {
         Self {
             source: source.into(),
@@ -46,9 +50,12 @@ impl DedupeKey {
     }
 
     /// Scopes the key to a tenant inside the source.
-    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
-        self.tenant = Some(tenant.into());
-        self
+    #[inline(always)]
+    pub fn with_tenant(self, tenant: impl Into<DeliveryText>) -> Self {
+        Self {
+            tenant: Some(tenant.into()),
+            ..self
+        }
     }
 
     /// Returns the receiving endpoint's name.
@@ -75,7 +82,7 @@ impl DedupeKey {
     pub fn scope(&self) -> String {
         match &self.tenant {
             Some(tenant) => format!("{}/{tenant}", self.source),
-            None => self.source.clone(),
+            None => self.source.to_string(),
         }
     }
 }
@@ -90,62 +97,122 @@ impl fmt::Display for DedupeKey {
     }
 }
 
+/// How many kept headers live inline in [`KeptHeaders`]: as many as Stripe, GitHub,
+/// Svix and Standard Webhooks keep (one to four).
+const KEPT_INLINE: usize = 4;
+
 /// The headers a delivery was verified with, in the order they were read, so that it
 /// can be verified again later (an inbox stores them beside the body).
 ///
-/// A small list rather than a [`HeaderMap`]: a provider keeps three to six headers,
-/// and building a map for them cost a quarter of a 1 KiB verification.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeptHeaders(Vec<(HeaderName, HeaderValue)>);
+/// A small list rather than a [`HeaderMap`]: a provider keeps one to seven headers,
+/// and building a map for them cost a quarter of a 1 KiB verification. The first four
+/// are stored inline, so that a provider keeping no more allocates nothing for them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct KeptHeaders {
+    /// The first headers, filled in order (a `None` is never followed by a `Some`).
+    inline: [Option<(HeaderName, HeaderValue)>; KEPT_INLINE],
+    /// The headers after the inline ones.
+    more: Vec<(HeaderName, HeaderValue)>,
+}
 
 impl KeptHeaders {
     /// An empty list with room for `capacity` headers.
+    #[inline(always)]
     pub fn with_capacity(capacity: usize) -> Self {
-        Self(Vec::with_capacity(capacity))
+        Self {
+            inline: Default::default(),
+            more: Vec::with_capacity(capacity.saturating_sub(KEPT_INLINE)),
+        }
     }
 
     /// Appends a header.
+    #[inline(always)]
     pub fn push(&mut self, name: HeaderName, value: HeaderValue) {
-        self.0.push((name, value));
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some((name, value)),
+            None => self.more.push((name, value)),
+        }
     }
 
     /// Returns the value of `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&HeaderValue> {
-        self.0
-            .iter()
+        self.iter()
             .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
             .map(|(_, v)| v)
     }
 
     /// Returns the headers as `(name, value)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&HeaderName, &HeaderValue)> {
-        self.0.iter().map(|(n, v)| (n, v))
+        self.inline
+            .iter()
+            .map_while(Option::as_ref)
+            .chain(&self.more)
+            .map(|(n, v)| (n, v))
     }
 
     /// Returns how many headers are kept.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.inline.iter().take_while(|slot| slot.is_some()).count() + self.more.len()
     }
 
     /// Returns `true` when no header is kept.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.inline[0].is_none()
     }
 
     /// Builds a [`HeaderMap`], to verify the delivery again with a [`Provider`](crate::Provider).
     pub fn to_header_map(&self) -> HeaderMap {
-        let mut map = HeaderMap::with_capacity(self.0.len());
-        for (name, value) in &self.0 {
+        let mut map = HeaderMap::with_capacity(self.len());
+        for (name, value) in self.iter() {
             map.append(name.clone(), value.clone());
         }
         map
     }
 }
 
+impl fmt::Debug for KeptHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("KeptHeaders")
+            .field(&DebugList(self))
+            .finish()
+    }
+}
+
+/// Prints the kept headers as one list, as the `Vec` they used to be.
+struct DebugList<'a>(&'a KeptHeaders);
+
+impl fmt::Debug for DebugList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
 impl FromIterator<(HeaderName, HeaderValue)> for KeptHeaders {
     fn from_iter<I: IntoIterator<Item = (HeaderName, HeaderValue)>>(iter: I) -> Self {
-        Self(iter.into_iter().collect())
+        let mut headers = Self::default();
+        for (name, value) in iter {
+            headers.push(name, value);
+        }
+        headers
     }
+}
+
+/// Everything a provider hands over about a delivery it verified, for
+/// [`VerifiedDelivery::from_parts`].
+#[derive(Debug, Clone)]
+pub struct DeliveryParts {
+    /// The key to deduplicate on.
+    pub key: DedupeKey,
+    /// The raw body exactly as it was signed.
+    pub body: Bytes,
+    /// The headers needed to verify the body again.
+    pub headers: KeptHeaders,
+    /// The provider's event type (`payment_intent.succeeded`, `orders/create`, …).
+    pub event_type: Option<DeliveryText>,
+    /// The id that ties several deliveries of one change together.
+    pub correlation_id: Option<DeliveryText>,
+    /// The timestamp the provider signed.
+    pub signed_at: Option<OffsetDateTime>,
 }
 
 /// A delivery whose signature verified over its raw bytes.
@@ -156,8 +223,8 @@ impl FromIterator<(HeaderName, HeaderValue)> for KeptHeaders {
 /// depends on the payload's shape, so a new event type or API version still verifies.
 pub struct VerifiedDelivery {
     key: DedupeKey,
-    correlation_id: Option<String>,
-    event_type: Option<String>,
+    correlation_id: Option<DeliveryText>,
+    event_type: Option<DeliveryText>,
     signed_at: Option<OffsetDateTime>,
     body: Bytes,
     headers: KeptHeaders,
@@ -167,6 +234,7 @@ pub struct VerifiedDelivery {
 impl VerifiedDelivery {
     /// Assembles a delivery. For [`Provider`](crate::Provider) implementations:
     /// building one by hand skips verification.
+    #[inline(always)]
     pub fn new(key: DedupeKey, body: Bytes, headers: KeptHeaders) -> Self {
         Self {
             key,
@@ -179,22 +247,48 @@ impl VerifiedDelivery {
         }
     }
 
+    /// Assembles a delivery from everything its provider read, in one step. For
+    /// [`Provider`](crate::Provider) implementations, as [`VerifiedDelivery::new`]:
+    /// where `new` and the `with_*` methods move the whole delivery once per call
+    /// (several hundred bytes, freshly written), this builds it in place.
+    #[inline(always)]
+    pub fn from_parts(parts: DeliveryParts) -> Self {
+        Self {
+            key: parts.key,
+            correlation_id: parts.correlation_id,
+            event_type: parts.event_type,
+            signed_at: parts.signed_at,
+            body: parts.body,
+            headers: parts.headers,
+            json: OnceLock::new(),
+        }
+    }
+
     /// Sets the id that ties several deliveries of one change together.
-    pub fn with_correlation_id(mut self, id: Option<String>) -> Self {
-        self.correlation_id = id;
-        self
+    #[inline(always)]
+    pub fn with_correlation_id(self, id: Option<impl Into<DeliveryText>>) -> Self {
+        Self {
+            correlation_id: id.map(Into::into),
+            ..self
+        }
     }
 
     /// Sets the provider's event type (`payment_intent.succeeded`, `orders/create`, …).
-    pub fn with_event_type(mut self, event_type: Option<String>) -> Self {
-        self.event_type = event_type;
-        self
+    #[inline(always)]
+    pub fn with_event_type(self, event_type: Option<impl Into<DeliveryText>>) -> Self {
+        Self {
+            event_type: event_type.map(Into::into),
+            ..self
+        }
     }
 
     /// Sets the timestamp the provider signed.
-    pub fn with_signed_at(mut self, at: Option<OffsetDateTime>) -> Self {
-        self.signed_at = at;
-        self
+    #[inline(always)]
+    pub fn with_signed_at(self, at: Option<OffsetDateTime>) -> Self {
+        Self {
+            signed_at: at,
+            ..self
+        }
     }
 
     /// Returns the provider's name.
@@ -291,8 +385,8 @@ impl fmt::Debug for VerifiedDelivery {
 #[derive(Clone)]
 pub struct Delivery {
     key: DedupeKey,
-    event_type: Option<String>,
-    correlation_id: Option<String>,
+    event_type: Option<DeliveryText>,
+    correlation_id: Option<DeliveryText>,
     signed_at: Option<OffsetDateTime>,
     received_at: OffsetDateTime,
     attempt: u32,
@@ -305,8 +399,8 @@ impl Delivery {
     pub(crate) fn of_row(row: &crate::StoredDelivery) -> Self {
         Self {
             key: row.key.clone(),
-            event_type: row.event_type.clone(),
-            correlation_id: row.correlation_id.clone(),
+            event_type: row.event_type.as_deref().map(DeliveryText::from),
+            correlation_id: row.correlation_id.as_deref().map(DeliveryText::from),
             signed_at: row.signed_at,
             received_at: row.received_at,
             attempt: row.attempts.saturating_add(1),
@@ -408,5 +502,64 @@ impl fmt::Debug for Delivery {
             .field("attempt", &self.attempt)
             .field("body_len", &self.body.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn kept(n: usize) -> KeptHeaders {
+        (0..n)
+            .map(|i| {
+                (
+                    HeaderName::from_bytes(format!("x-h{i}").as_bytes()).unwrap(),
+                    HeaderValue::from_str(&i.to_string()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kept_headers_keep_their_order_past_the_inline_ones() {
+        for n in 0..10 {
+            let headers = kept(n);
+            assert_eq!(headers.len(), n);
+            assert_eq!(headers.is_empty(), n == 0);
+            let values: Vec<String> = headers
+                .iter()
+                .map(|(_, v)| v.to_str().unwrap().to_string())
+                .collect();
+            let expected: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+            assert_eq!(values, expected);
+            for i in 0..n {
+                assert_eq!(headers.get(&format!("X-H{i}")).unwrap(), &i.to_string());
+            }
+            assert_eq!(headers.to_header_map().len(), n);
+            let mut built = KeptHeaders::with_capacity(n);
+            for (name, value) in headers.iter() {
+                built.push(name.clone(), value.clone());
+            }
+            assert_eq!(built, headers);
+            assert_ne!(kept(n + 1), headers);
+            assert_eq!(
+                format!("{headers:?}"),
+                format!("KeptHeaders({:?})", headers.iter().collect::<Vec<_>>())
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_compares_by_its_texts() {
+        let long = "e".repeat(100);
+        let a = DedupeKey::new("src", "stripe", long.as_str()).with_tenant("shop");
+        let b = DedupeKey::new("src".to_string(), "stripe", long.clone())
+            .with_tenant("shop".to_string());
+        assert_eq!(a, b);
+        assert_eq!(a.delivery_id(), long);
+        assert_eq!(a.to_string(), format!("src/shop/stripe/{long}"));
+        assert_eq!(a.scope(), "src/shop");
     }
 }

@@ -59,12 +59,13 @@ mod store;
 pub mod support;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod text;
 #[cfg(feature = "worker")]
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use commit::{CommitMode, GroupCommit, GroupCommitStats};
-pub use delivery::{DedupeKey, Delivery, KeptHeaders, VerifiedDelivery};
+pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
@@ -86,6 +87,7 @@ pub use store::{
     Advance, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError, ProcessResult,
     Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
 };
+pub use text::DeliveryText;
 #[cfg(feature = "worker")]
 pub use worker::{WorkerReport, run_worker};
 

@@ -1,9 +1,10 @@
 #![no_main]
-//! Fuzzes hookbox-stripe's event scanner against its reference, `serde_json` into a
-//! borrowed struct (`providers/stripe/tests/common/serde_event.rs`, shared with the
-//! crate's own tests): for any correctly signed body, `Stripe::verify` must refuse
-//! exactly the bodies the reference refuses and read the same `id`, `type` and
-//! `data.object.id` from the others.
+//! Fuzzes hookbox-stripe's event scanner against its reference, `serde_json`
+//! (`providers/stripe/tests/common/serde_event.rs`, shared with the crate's own
+//! tests): for any correctly signed body that `serde_json` reads as JSON,
+//! `Stripe::verify` must read the same `id`, `type` and `data.object.id` (the first
+//! copy of a repeated key). Any other body may be refused or read up to where the scan
+//! stops, but never panics.
 
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
@@ -25,10 +26,13 @@ fuzz_target!(|body: &[u8]| {
     let now = OffsetDateTime::from_unix_timestamp(T).expect("in range");
     let result = stripe.verify(&headers, Bytes::copy_from_slice(body), now);
     match serde_event::read(body) {
-        Err(reason) => assert_eq!(
-            result.as_ref().err().map(|e| e.kind()),
-            Some("malformed_body"),
-            "reference refused ({reason}), verify gave {result:?}"
+        // not JSON: whatever the scan met before it stopped decides
+        Err(_) => assert!(
+            matches!(
+                result.as_ref().map_err(|e| e.kind()),
+                Ok(_) | Err("malformed_body" | "missing_dedupe_key")
+            ),
+            "{result:?}"
         ),
         Ok([id, kind, object]) => match id.filter(|id| !id.is_empty()) {
             None => assert_eq!(

@@ -35,6 +35,7 @@ impl HmacKey {
 
     /// Starts a MAC to be fed in pieces, for a caller that reads the same bytes for
     /// another purpose as it hashes them (one pass over the body instead of two).
+    #[inline]
     pub fn start(&self) -> HmacState {
         HmacState(self.0.clone())
     }
@@ -46,11 +47,13 @@ pub struct HmacState(Hmac<Sha256>);
 
 impl HmacState {
     /// Feeds the next piece of the signed content.
+    #[inline]
     pub fn update(&mut self, piece: &[u8]) {
         self.0.update(piece);
     }
 
     /// Finishes the MAC and writes it as the provider does.
+    #[inline]
     pub fn finish_text(self, encoding: MacEncoding) -> MacText {
         MacText::encode(&self.0.finalize().into_bytes().into(), encoding)
     }

@@ -62,8 +62,8 @@ use hookbox_core::support::{
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
-    VerifyError, VerifyOptions,
+    DedupeKey, DeliveryParts, DeliveryText, KeptHeaders, Provider, Retention, Secrets,
+    SignedHeaders, Signer, VerifiedDelivery, VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -170,9 +170,14 @@ impl Provider for GitHub {
             .verify(SIGNATURE.label(), &[], &body, || std::iter::once(hex))?;
 
         let key = DedupeKey::new(self.options.source_or(NAME), NAME, delivery_id);
-        Ok(VerifiedDelivery::new(key, body, kept)
-            .with_event_type(event.map(str::to_owned))
-            .with_correlation_id(hook_id.map(str::to_owned)))
+        Ok(VerifiedDelivery::from_parts(DeliveryParts {
+            key,
+            body,
+            headers: kept,
+            event_type: event.map(DeliveryText::from),
+            correlation_id: hook_id.map(DeliveryText::from),
+            signed_at: None,
+        }))
     }
 }
 

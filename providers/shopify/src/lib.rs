@@ -84,8 +84,8 @@ use hookbox_core::support::{
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::time::format_description::well_known::Rfc3339;
 use hookbox_core::{
-    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
-    VerifyError, VerifyOptions,
+    DedupeKey, DeliveryParts, DeliveryText, KeptHeaders, Provider, Retention, Secrets,
+    SignedHeaders, Signer, VerifiedDelivery, VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -244,10 +244,9 @@ impl Provider for Shopify {
             either(hmac, hmac_e, &mut kept)?.ok_or_else(|| CLASSIC.hmac.missing())?;
         let (_, webhook_id) = either(webhook_id, webhook_id_e, &mut kept)?
             .ok_or_else(|| CLASSIC.webhook_id.missing())?;
-        let text = |found: Option<(&HeaderSpec, &str)>| found.map(|(_, text)| text.to_owned());
-        let event_id = text(either(event_id, event_id_e, &mut kept)?);
-        let shop_domain = text(either(shop_domain, shop_domain_e, &mut kept)?);
-        let topic = text(either(topic, topic_e, &mut kept)?);
+        let event_id = either(event_id, event_id_e, &mut kept)?.map(|(_, text)| text);
+        let shop_domain = either(shop_domain, shop_domain_e, &mut kept)?.map(|(_, text)| text);
+        let topic = either(topic, topic_e, &mut kept)?.map(|(_, text)| text);
         // kept for the handler: the payload's shape depends on the API version, and
         // Shopify suggests the trigger time to order updates
         either(api_version, api_version_e, &mut kept)?;
@@ -266,9 +265,14 @@ impl Provider for Shopify {
         if let Some(shop) = shop_domain {
             key = key.with_tenant(shop);
         }
-        Ok(VerifiedDelivery::new(key, body, kept)
-            .with_correlation_id(event_id)
-            .with_event_type(topic))
+        Ok(VerifiedDelivery::from_parts(DeliveryParts {
+            key,
+            body,
+            headers: kept,
+            event_type: topic.map(DeliveryText::from),
+            correlation_id: event_id.map(DeliveryText::from),
+            signed_at: None,
+        }))
     }
 }
 

@@ -7,8 +7,8 @@ use hookbox_core::support::{
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, KeptHeaders, Provider, Retention, Secrets, VerifiedDelivery, VerifyError,
-    VerifyOptions,
+    DedupeKey, DeliveryParts, KeptHeaders, Provider, Retention, Secrets, VerifiedDelivery,
+    VerifyError, VerifyOptions,
 };
 
 use crate::keys::{Key, Role, VerifyKeys, decode};
@@ -182,7 +182,13 @@ impl Standard {
         let signed_at = self.options.check_timestamp(signed_unix, now)?;
 
         let name = self.scheme.name;
-        let key = DedupeKey::new(self.options.source_or(name), name, id.value);
-        Ok(VerifiedDelivery::new(key, body, kept).with_signed_at(Some(signed_at)))
+        Ok(VerifiedDelivery::from_parts(DeliveryParts {
+            key: DedupeKey::new(self.options.source_or(name), name, id.value),
+            body,
+            headers: kept,
+            event_type: None,
+            correlation_id: None,
+            signed_at: Some(signed_at),
+        }))
     }
 }

@@ -11,12 +11,22 @@
 //! | retention minimum | 30 days: the Stripe CLI resends "events that have been created within the last 30 days" (the Dashboard allows 15) | [`stripe events resend`](https://docs.stripe.com/cli/events/resend), [Process undelivered events](https://docs.stripe.com/webhooks/process-undelivered-events) |
 //!
 //! Verification checks, in order: the body size, the header's shape, the signature
-//! over the raw bytes, the timestamp window, then the body: an empty or non-JSON body
-//! is [`VerifyError::MalformedBody`], a body without a string `id` is
-//! [`VerifyError::MissingDedupeKey`]. Only `id`, `type` and `data.object.id` are read;
-//! the rest of the payload is only checked to be JSON, so a new event type or API
-//! version verifies. The body is read by a scanner that builds no JSON tree, in the
-//! same pass as the hash.
+//! over the raw bytes, the timestamp window, then the body: an empty body, or one that
+//! stops being JSON before the fields below are read, is
+//! [`VerifyError::MalformedBody`], a body without a string `id` is
+//! [`VerifyError::MissingDedupeKey`].
+//!
+//! Only `id`, `type` and `data.object.id` are read, by a scanner that builds no JSON
+//! tree and runs only once the signature matched, so a new event type or API version
+//! verifies.
+//! The scan **stops as soon as those three are settled** (read, or known to be absent):
+//! the rest of the body is authenticated by the signature, and checked when a handler
+//! parses it ([`Delivery::parse`](hookbox_core::Delivery::parse)). On the way, values
+//! that are not read are followed only to their end (brackets, quotes, escapes), and
+//! a key repeated on the path counts once, **the first copy** (Stripe never repeats a
+//! key; `serde_json::Value` would keep the last copy, a derived struct refuses the
+//! body). Stripe sends `type` as the event's last member, so on real events the scan
+//! still reaches the last member; a body without one of the three is read to its end.
 //!
 //! Signatures are compared as lower-case hex text, as Stripe's libraries compare them:
 //! a `v1` in upper- or mixed-case hex is a [`VerifyError::SignatureMismatch`] (the
@@ -69,18 +79,15 @@
 
 mod event;
 
-use std::borrow::Cow;
-
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, any_key_matches, parse_unix_seconds,
-    text_hmac_keys,
+    HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, parse_unix_seconds, text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DedupeKey, KeptHeaders, Provider, Retention, Secrets, SignedHeaders, Signer, VerifiedDelivery,
-    VerifyError, VerifyOptions,
+    DedupeKey, DeliveryParts, DeliveryText, KeptHeaders, Provider, Retention, Secrets,
+    SignedHeaders, Signer, VerifiedDelivery, VerifyError, VerifyOptions,
 };
 
 /// The provider's name in dedupe keys and `hookbox verify --provider`.
@@ -129,55 +136,6 @@ impl Stripe {
     }
 }
 
-/// How many bytes of the body are hashed before the scanner reads them: one SHA-256
-/// block, which measured faster than 128, 256 or hashing the whole body first (about
-/// 5% at 1 KiB, 8% at 64 KiB).
-const INTERLEAVE: usize = 64;
-
-impl Stripe {
-    /// Computes the first secret's MAC and scans the body as JSON in one pass, a block
-    /// of bytes at a time, and returns whether any secret's MAC is one of the `v1`
-    /// signatures, with the scan to finish.
-    ///
-    /// SHA-256 is a chain of dependent rounds, so the processor has idle units while
-    /// it hashes a block; the scan of the same block fills them. Nothing the scan finds
-    /// is used (or reported) unless the signature matched, and the scan of bytes not
-    /// yet authenticated is safe code, linear in the body and bounded by the body
-    /// limit, so it costs a forger no more than the hash does.
-    fn hash_and_scan<'b>(
-        &self,
-        header: &SignatureHeader<'_>,
-        body: &'b [u8],
-    ) -> (bool, event::Scanner<'b>) {
-        let t = header.timestamp_text;
-        let mut scanner = event::Scanner::new(body);
-        let Some((first, others)) = self.keys.keys().split_first() else {
-            return (false, scanner);
-        };
-        let mut mac = first.start();
-        for part in signed_prefix(t) {
-            mac.update(part);
-        }
-        // pieces end on block boundaries of the signed content, so the hash reads the
-        // body in place
-        let mut end = (64 - (t.len() + 1) % 64) % 64;
-        let mut fed = 0;
-        while fed < body.len() {
-            end = (end + INTERLEAVE).min(body.len());
-            mac.update(&body[fed..end]);
-            scanner.run(end);
-            fed = end;
-        }
-        let expected = mac.finish_text(MAC.encoding);
-        let matched = header
-            .v1()
-            .fold(false, |found, text| found | expected.matches(text));
-        let matched = matched
-            || any_key_matches(others, &signed_parts(t, body), MAC.encoding, || header.v1());
-        (matched, scanner)
-    }
-}
-
 impl Provider for Stripe {
     fn name(&self) -> &'static str {
         NAME
@@ -201,13 +159,10 @@ impl Provider for Stripe {
         let mut kept = KeptHeaders::with_capacity(1);
         let header = SignatureHeader::parse(SIGNATURE.take_required(headers, &mut kept)?)?;
 
-        let (matched, scanner) = self.hash_and_scan(&header, &body);
-        if !matched {
-            let prefix = signed_prefix(header.timestamp_text);
-            return Err(self
-                .keys
-                .mismatch(SIGNATURE.label(), &prefix, &body, || header.v1()));
-        }
+        // compared as text; only a failed comparison asks whether it was hex at all
+        let prefix = signed_prefix(header.timestamp_text);
+        self.keys
+            .verify(SIGNATURE.label(), &prefix, &body, || header.v1())?;
         let signed_at = self.options.check_timestamp(header.timestamp, now)?;
 
         if body.is_empty() {
@@ -215,7 +170,8 @@ impl Provider for Stripe {
                 reason: "the body is empty; Stripe always sends a JSON event object".to_string(),
             });
         }
-        let event = scanner.finish().map_err(|err| VerifyError::MalformedBody {
+        // only authenticated bytes are scanned
+        let event = event::read(&body).map_err(|err| VerifyError::MalformedBody {
             reason: format!("the body is not a JSON event object ({err})"),
         })?;
         // an empty id would make every such event a duplicate of the first
@@ -224,26 +180,22 @@ impl Provider for Stripe {
                 field: ID_FIELD.to_string(),
             });
         };
-        let key = DedupeKey::new(self.options.source_or(NAME), NAME, id);
-        let correlation_id =
-            event
-                .object_id
-                .as_deref()
-                .zip(event.kind.as_deref())
-                .map(|(object, kind)| {
-                    // `format!` costs several times these three copies
-                    let mut id = String::with_capacity(object.len() + 1 + kind.len());
-                    id.push_str(object);
-                    id.push(':');
-                    id.push_str(kind);
-                    id
-                });
-        let event_type = event.kind.map(Cow::into_owned);
+        let key = DedupeKey::new(self.options.source_or(NAME), NAME, &*id);
+        let correlation_id = event
+            .object_id
+            .as_deref()
+            .zip(event.kind.as_deref())
+            .map(|(object, kind)| DeliveryText::concat(&[object, ":", kind]));
+        let event_type = event.kind.as_deref().map(DeliveryText::from);
 
-        Ok(VerifiedDelivery::new(key, body, kept)
-            .with_event_type(event_type)
-            .with_correlation_id(correlation_id)
-            .with_signed_at(Some(signed_at)))
+        Ok(VerifiedDelivery::from_parts(DeliveryParts {
+            key,
+            body,
+            headers: kept,
+            event_type,
+            correlation_id,
+            signed_at: Some(signed_at),
+        }))
     }
 }
 

@@ -1,5 +1,7 @@
-//! The JSON grammar's tokens: strings (eight bytes at a time while they are plain
-//! ASCII), escapes, numbers, and the errors that name where a body stops being JSON.
+//! The JSON grammar's tokens: strings that are read (eight bytes at a time while they
+//! are plain ASCII, then checked in full), strings and containers that are skipped
+//! (followed only to their end), escapes, numbers, and the errors that name where a
+//! body stops being JSON.
 
 use std::fmt;
 
@@ -146,6 +148,78 @@ fn escape(body: &[u8], at: usize) -> Result<usize, Malformed> {
     }
 }
 
+/// Returns the offset of the quote that ends the skipped string whose contents start
+/// at `at`: only quotes and backslash escapes are followed (what a string holds is
+/// not checked). The first bytes are searched eight at a time, the rest of a long
+/// string by `memchr2` (which pays a call for its vector loop).
+#[inline]
+pub(super) fn skip_string(body: &[u8], mut at: usize) -> Result<usize, Malformed> {
+    let start = at;
+    let mut short = 2;
+    loop {
+        let found = match body.get(at..at + 8) {
+            Some(chunk) if short > 0 => {
+                short -= 1;
+                let marks = string_marks(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+                if marks == 0 {
+                    at += 8;
+                    continue;
+                }
+                Some((marks.trailing_zeros() / 8) as usize)
+            }
+            _ => body
+                .get(at..)
+                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest)),
+        };
+        let Some(found) = found else {
+            return Err(Malformed {
+                reason: "the string never ends",
+                at: start - 1,
+            });
+        };
+        at += found;
+        if body[at] == b'"' {
+            return Ok(at);
+        }
+        // the escaped byte is never the end, whatever it is
+        at += 2;
+    }
+}
+
+/// Marks (high bit) the bytes of `x` that are zero, and possibly bytes above a zero
+/// one (a borrow carries upward): callers look at each marked byte.
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x
+}
+
+/// Marks the quotes and backslashes of `x` (and perhaps bytes after them).
+#[inline(always)]
+fn string_marks(x: u64) -> u64 {
+    (zero_bytes(x ^ (ONES * u64::from(b'"'))) | zero_bytes(x ^ (ONES * u64::from(b'\\')))) & HIGHS
+}
+
+/// Marks (high bit) exactly the bytes of `x` that are quotes.
+#[inline(always)]
+fn exact_quotes(x: u64) -> u64 {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let y = x ^ (ONES * u64::from(b'"'));
+    !(((y & LOWS) + LOWS) | y) & HIGHS
+}
+
+/// Splits the bytes of `x` that matter in a skipped container: exactly its quotes,
+/// and its backslashes, `{`, `}`, `[` and `]` (perhaps with bytes after one of
+/// those, which callers tell apart by looking at each).
+#[inline(always)]
+pub(super) fn container_marks(x: u64) -> (u64, u64) {
+    // `[` and `]` are `{` and `}` without 0x20
+    let upper = x & (ONES * 0xdf);
+    let others = zero_bytes(x ^ (ONES * u64::from(b'\\')))
+        | zero_bytes(upper ^ (ONES * u64::from(b'[')))
+        | zero_bytes(upper ^ (ONES * u64::from(b']')));
+    (exact_quotes(x), others & HIGHS)
+}
+
 /// Returns the offset after the digits at `at`.
 #[inline(always)]
 fn digits(body: &[u8], mut at: usize) -> usize {
@@ -188,21 +262,6 @@ pub(super) fn number(body: &[u8], start: usize) -> Result<usize, Malformed> {
         at = after;
     }
     Ok(at)
-}
-
-/// Checks that the number at `start..end`, in a field that is read, fits an `f64`:
-/// `serde_json` refuses one that does not when it deserializes it, so it is asked,
-/// and the limit is exactly its own (no real event has a number there).
-#[cold]
-pub(super) fn check_range(body: &[u8], start: usize, end: usize) -> Result<(), Malformed> {
-    let text = std::str::from_utf8(&body[start..end]).unwrap_or_default();
-    match serde_json::from_str::<serde_json::Number>(text) {
-        Ok(_) => Ok(()),
-        Err(_) => Err(Malformed {
-            reason: "the number is out of range",
-            at: start,
-        }),
-    }
 }
 
 /// Decodes a string's escapes the way `serde_json` decodes a string it deserializes:

@@ -1,26 +1,39 @@
 //! Reads the three fields verification needs from a Stripe event without building a
 //! JSON tree: the event `id`, its `type`, and `data.object.id`.
 //!
-//! A single forward scan validates the whole body as JSON (RFC 8259, UTF-8) and
-//! remembers where those three strings are; strings without escapes are borrowed
-//! from the body, so a typical event costs no allocation beyond the `id` the dedupe
-//! key keeps. The scan is resumable ([`Scanner::run`] up to a byte offset), so the
-//! provider can hash and scan the body in one pass.
+//! A forward scan reads the body until those three are settled (read, or known to be
+//! absent) and stops there: the rest of the body is authenticated by the signature,
+//! and is parsed (and so checked) when a handler reads it
+//! ([`Delivery::parse`](hookbox_core::Delivery::parse)). Strings without escapes are
+//! borrowed from the body, so a typical event costs no allocation. The provider scans
+//! only after the signature matched, so only authenticated bytes are ever read.
 //!
-//! It reads exactly what `serde_json` reads into a struct with those three fields
-//! (every other field skipped as `serde::de::IgnoredAny`), and in addition requires
-//! the whole body to be UTF-8: the tests and the `stripe_event` fuzz target compare
-//! the two on arbitrary input. What that means in detail:
-//! - a field of the wrong shape (a number where the id belongs) reads as absent, and
-//!   a body that is JSON but not an object reads as an event without fields;
-//! - a second `id`, `type` or `data` at the top, `object` in `data` or `id` in
-//!   `data.object` is an error: which one would count is unknowable;
-//! - keys at those levels, and those fields' string values, are decoded strictly
-//!   (an unpaired surrogate escape such as `\ud800` is an error), strings elsewhere
-//!   only need well-formed escapes, as `serde_json` skips them;
-//! - a number at those positions must fit an `f64` (`1e400` is an error), numbers
-//!   elsewhere only need to be well-formed;
-//! - nesting is unbounded (a bit per level, on the heap past 64 levels).
+//! On the path to the three fields (the members of the event, of `data` and of
+//! `data.object`) every token is checked against the JSON grammar, keys are decoded
+//! (a key spelled with escapes counts), and the three fields' strings are decoded
+//! strictly (an unpaired surrogate escape such as `\ud800` is an error). Every other
+//! value is followed only to its end, eight bytes at a time: a skipped string up to
+//! its closing quote (its escapes stepped over, its contents unchecked; `memchr2`
+//! takes over past its first 16 bytes), a skipped object or array by its brackets,
+//! quotes and escapes (brackets are counted, not matched). Once `data.object.id` is
+//! settled, the rest of `data.object` and of `data` is skipped the same way. So:
+//! - for a body that is JSON, the fields are exactly those `serde_json` reads into
+//!   a struct of those three fields (the rest skipped as `serde::de::IgnoredAny`),
+//!   except that a key repeated on the path counts once, the **first** copy: a later
+//!   `id`, `type` or `data` at the top, `object` in `data` or `id` in `data.object`
+//!   is skipped (a derived struct refuses such a body, `serde_json::Value` keeps the
+//!   last copy; Stripe never repeats a key, and no one else can sign a body);
+//! - a field of the wrong shape (a number where the id belongs) reads as absent, and a
+//!   body that is JSON but not an object reads as an event without fields;
+//! - a body that is not JSON is refused when the error lies on the path before the
+//!   stop, or when the body ends before the stop; an error inside a skipped value, or
+//!   after the stop, is not seen. Where Stripe puts `type` last (as it does), the stop
+//!   comes at the event's last member; a body without one of the three fields is read
+//!   to its end;
+//! - nesting is unbounded: a skipped value counts its brackets.
+//!
+//! The tests and the `stripe_event` fuzz target compare the scanner with `serde_json`
+//! on every body `serde_json` reads as JSON.
 
 mod fields;
 mod lex;
@@ -28,4 +41,4 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use scan::Scanner;
+pub(crate) use scan::read;

@@ -1,198 +1,135 @@
-//! The resumable scan: one token per turn, the open containers, and the path to the
-//! fields read.
+//! The scan: one token per turn on the path to the fields read, skipped values
+//! followed to their end, and the stop once the three fields are settled.
 
 use std::borrow::Cow;
 
-use super::fields::{Event, Field, Role};
-use super::lex::{Malformed, Span, WHITESPACE, check_range, number, string_end, unescape};
+use super::fields::{Event, Field, Role, SETTLED_ALL};
+use super::lex::{
+    Malformed, Span, WHITESPACE, container_marks, number, skip_string, string_end, unescape,
+};
 
-/// Parses `body` as a whole.
+/// Reads the event's `id`, `type` and `data.object.id` from `body`, stopping once the
+/// three are settled.
 ///
 /// # Errors
-/// The body is not JSON, or names one of the fields read here twice.
-#[cfg(test)]
-pub(crate) fn parse(body: &[u8]) -> Result<Event<'_>, Malformed> {
+/// The body stops being JSON before the three fields are settled, or ends before
+/// they are (a body without one of them is read to its end).
+pub(crate) fn read(body: &[u8]) -> Result<Event<'_>, Malformed> {
     let mut scanner = Scanner::new(body);
-    scanner.run(body.len());
+    scanner.scan()?;
     scanner.finish()
 }
 
 /// What the scanner expects next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
-    /// A value (the body, an object member's value after `:`, an array element
-    /// after `,`).
+    /// A value (the body, or an object member's value after `:`).
     Value,
     /// A key or `}` (just after `{`).
     KeyOrClose,
     /// A key (after `,` in an object).
     Key,
-    /// A value or `]` (just after `[`).
-    ValueOrClose,
-    /// `,` or the container's closing bracket (after a value).
+    /// `,` or `}` (after a member of an object on the path).
     CommaOrClose,
+    /// The end of a skipped object or array.
+    Skip,
     /// Nothing but whitespace (after the top-level value).
     End,
+    /// Nothing: the three fields are settled and the rest is not read.
+    Done,
 }
 
-/// One bit per open container, set for an object: 64 levels inline, deeper ones on
-/// the heap (a body nested that deep is hostile, and pays for itself).
-#[derive(Debug, Default)]
-struct Nesting {
-    depth: usize,
-    inline: u64,
-    deeper: Vec<u64>,
-}
-
-impl Nesting {
-    #[inline]
-    fn push(&mut self, object: bool) {
-        let level = self.depth;
-        self.depth += 1;
-        if level < 64 {
-            let bit = 1u64 << level;
-            self.inline = if object {
-                self.inline | bit
-            } else {
-                self.inline & !bit
-            };
-        } else {
-            self.push_deep(level, object);
-        }
-    }
-
-    #[cold]
-    fn push_deep(&mut self, level: usize, object: bool) {
-        let (word, bit) = ((level - 64) / 64, 1u64 << ((level - 64) % 64));
-        if word == self.deeper.len() {
-            self.deeper.push(0);
-        }
-        let slot = &mut self.deeper[word];
-        *slot = if object { *slot | bit } else { *slot & !bit };
-    }
-
-    /// Whether the innermost open container is an object (`false` when none is open).
-    #[inline]
-    fn in_object(&self) -> bool {
-        match self.depth.checked_sub(1) {
-            None => false,
-            Some(level) if level < 64 => self.inline & (1 << level) != 0,
-            Some(level) => self.deeper[(level - 64) / 64] & (1 << ((level - 64) % 64)) != 0,
-        }
-    }
-}
-
-/// The resumable scan of one body.
-pub(crate) struct Scanner<'a> {
+/// The scan of one body.
+struct Scanner<'a> {
     body: &'a [u8],
     at: usize,
     expect: Expect,
-    nesting: Nesting,
-    /// The roles of the objects at depths 1..=`path`, the path to the fields read;
-    /// every container deeper than that is skipped.
-    roles: [Role; 4],
-    path: usize,
-    /// What the next value is to the event.
+    /// The roles of the open objects on the path to the fields read (at most three:
+    /// the event, `data`, `data.object`).
+    roles: [Role; 3],
+    depth: usize,
+    /// How many containers are open inside the value being skipped.
+    skipped: usize,
+    /// Whether the skip is of the rest of the innermost object on the path, which
+    /// closes that object when it ends.
+    closing: bool,
+    /// What the value being parsed or skipped is to the event.
     field: Field,
+    /// The keys on the path seen so far (the first copy of each counts).
     seen: u8,
+    /// The fields read or known to be absent; all three stop the scan.
+    settled: u8,
     event: Event<'a>,
-    error: Option<Malformed>,
 }
 
 impl<'a> Scanner<'a> {
-    pub(crate) fn new(body: &'a [u8]) -> Self {
+    fn new(body: &'a [u8]) -> Self {
         Self {
             body,
             at: 0,
             expect: Expect::Value,
-            nesting: Nesting::default(),
-            roles: [Role::Skipped; 4],
-            path: 0,
+            roles: [Role::Event; 3],
+            depth: 0,
+            skipped: 0,
+            closing: false,
             field: Field::Top,
             seen: 0,
+            settled: 0,
             event: Event::default(),
-            error: None,
         }
     }
 
-    /// Scans until at least `limit` bytes are consumed, the body ends, or an error is
-    /// found (later calls then do nothing).
-    pub(crate) fn run(&mut self, limit: usize) {
-        if self.error.is_none()
-            && let Err(error) = self.scan(limit.min(self.body.len()))
-        {
-            self.error = Some(error);
-        }
-    }
-
-    /// Scans whatever is left and returns the fields.
-    ///
-    /// # Errors
-    /// The body is not JSON, or names one of the fields read here twice.
-    pub(crate) fn finish(mut self) -> Result<Event<'a>, Malformed> {
-        self.run(self.body.len());
-        if let Some(error) = self.error {
-            return Err(error);
-        }
-        if self.expect != Expect::End {
-            return Err(Malformed {
-                reason: if self.nesting.depth == 0 {
-                    "expected a JSON value"
-                } else {
-                    "the body ends inside an object or array"
-                },
+    /// Returns the fields once the scan has ended, or why the body ended too soon.
+    fn finish(self) -> Result<Event<'a>, Malformed> {
+        match self.expect {
+            Expect::Done | Expect::End => Ok(self.event),
+            Expect::Value if self.depth == 0 => Err(Malformed {
+                reason: "expected a JSON value",
                 at: self.at,
-            });
+            }),
+            _ => Err(Malformed {
+                reason: "the body ends inside an object or array",
+                at: self.at,
+            }),
         }
-        Ok(self.event)
     }
 
-    /// The scan loop: one token per turn, the position in a local.
-    fn scan(&mut self, limit: usize) -> Result<(), Malformed> {
+    /// The scan loop: one token per turn, the position in a local, until the three
+    /// fields are settled or the body ends.
+    fn scan(&mut self) -> Result<(), Malformed> {
         let body = self.body;
         let mut at = self.at;
         let fail = |reason, at| Malformed { reason, at };
-        while at < limit {
+        while at < body.len() {
             let byte = body[at];
-            if WHITESPACE[usize::from(byte)] {
+            if self.expect != Expect::Skip && WHITESPACE[usize::from(byte)] {
                 at += 1;
                 continue;
             }
             match self.expect {
-                Expect::CommaOrClose => {
-                    let in_object = self.nesting.in_object();
-                    match byte {
-                        b',' => {
-                            at += 1;
-                            if in_object {
-                                self.expect = Expect::Key;
-                            } else {
-                                self.field = Field::Other;
-                                self.expect = Expect::Value;
-                            }
-                        }
-                        b'}' if in_object => at = self.close(at),
-                        b']' if !in_object => at = self.close(at),
-                        _ if in_object => {
-                            return Err(fail("expected `,` or `}` after an object member", at));
-                        }
-                        _ => return Err(fail("expected `,` or `]` after an array element", at)),
+                Expect::Skip => at = self.skip(at),
+                Expect::CommaOrClose => match byte {
+                    b',' => {
+                        at += 1;
+                        self.expect = Expect::Key;
                     }
-                }
+                    b'}' => {
+                        at += 1;
+                        self.close_object();
+                    }
+                    _ => return Err(fail("expected `,` or `}` after an object member", at)),
+                },
                 Expect::Key | Expect::KeyOrClose => {
                     if byte == b'}' && self.expect == Expect::KeyOrClose {
-                        at = self.close(at);
+                        at += 1;
+                        self.close_object();
                         continue;
                     }
                     if byte != b'"' {
                         return Err(fail("expected a string key", at));
                     }
                     let key = string_end(body, at + 1)?;
-                    self.field = if self.nesting.depth > self.path {
-                        Field::Other
-                    } else {
-                        self.key_field(key)?
-                    };
+                    self.field = self.key_field(key)?;
                     at = key.end + 1;
                     while body.get(at).is_some_and(|&b| WHITESPACE[usize::from(b)]) {
                         at += 1;
@@ -203,33 +140,31 @@ impl<'a> Scanner<'a> {
                     at += 1;
                     self.expect = Expect::Value;
                 }
-                Expect::Value | Expect::ValueOrClose => match byte {
-                    b'"' => {
+                Expect::Value => match byte {
+                    b'"' if self.field.is_kept() => {
                         let span = string_end(body, at + 1)?;
-                        if self.field.is_read() {
-                            self.read_string(span)?;
-                        }
+                        self.read_string(span)?;
                         at = span.end + 1;
-                        self.after_value();
+                        self.after_value(self.field.settles());
+                    }
+                    b'"' => {
+                        at = skip_string(body, at + 1)? + 1;
+                        self.after_value(self.field.settles());
                     }
                     b'{' => {
                         at += 1;
-                        self.open_object();
+                        match self.field.object_role() {
+                            Some(role) => self.open_object(role),
+                            None => self.start_skip(),
+                        }
                     }
                     b'[' => {
                         at += 1;
-                        self.nesting.push(false);
-                        self.field = Field::Other;
-                        self.expect = Expect::ValueOrClose;
+                        self.start_skip();
                     }
-                    b']' if self.expect == Expect::ValueOrClose => at = self.close(at),
                     b'-' | b'0'..=b'9' => {
-                        let end = number(body, at)?;
-                        if self.field.is_read() {
-                            check_range(body, at, end)?;
-                        }
-                        at = end;
-                        self.after_value();
+                        at = number(body, at)?;
+                        self.after_value(self.field.settles());
                     }
                     b't' | b'f' | b'n' => {
                         let word: &[u8] = match byte {
@@ -241,58 +176,135 @@ impl<'a> Scanner<'a> {
                             return Err(fail("expected `true`, `false` or `null`", at));
                         }
                         at += word.len();
-                        self.after_value();
+                        self.after_value(self.field.settles());
                     }
                     _ => return Err(fail("expected a JSON value", at)),
                 },
                 Expect::End => {
                     return Err(fail("trailing characters after the JSON value", at));
                 }
+                Expect::Done => break,
             }
         }
         self.at = at;
         Ok(())
     }
 
+    /// Follows a skipped object or array from `at` to its end (or the body's):
+    /// brackets outside strings, and quotes and backslash escapes, whatever lies
+    /// between. Eight bytes at a time: a chunk of no bracket or backslash only counts
+    /// its quotes, the marked bytes of any other are handled in turn, so a run of
+    /// short strings costs no call per string.
     #[inline]
-    fn after_value(&mut self) {
-        self.expect = if self.nesting.depth == 0 {
+    fn skip(&mut self, mut at: usize) -> usize {
+        let body = self.body;
+        // the containers open in the skipped value, whether the skip is in a string,
+        // and whether the next byte is escaped, in locals so they stay in registers
+        let mut state = (self.skipped, false, false);
+        loop {
+            let Some(chunk) = body.get(at..at + 8) else {
+                // fewer than eight bytes are left
+                for (i, &byte) in body[at..].iter().enumerate() {
+                    if skip_byte(byte, &mut state) {
+                        return self.skipped_to(at + i + 1);
+                    }
+                }
+                self.skipped = state.0;
+                return body.len();
+            };
+            let (quotes, others) =
+                container_marks(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+            if others == 0 && !state.2 {
+                // only quotes: each one enters or leaves a string (the product sums
+                // the lanes into the top byte; `count_ones` is no instruction on the
+                // baseline x86-64)
+                state.1 ^= ((quotes >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) & 1 == 1;
+                at += 8;
+                continue;
+            }
+            let mut marks = quotes | others;
+            if state.2 {
+                state.2 = false;
+                marks &= !0x80;
+            }
+            while marks != 0 {
+                let i = (marks.trailing_zeros() / 8) as usize;
+                marks &= marks - 1;
+                let byte = chunk[i];
+                if state.1 && byte == b'\\' {
+                    // the next byte is escaped: drop its mark, or carry it over
+                    if i == 7 {
+                        state.2 = true;
+                    } else {
+                        marks &= !(0x80 << (8 * (i + 1)));
+                    }
+                } else if skip_byte(byte, &mut state) {
+                    return self.skipped_to(at + i + 1);
+                }
+            }
+            at += 8;
+        }
+    }
+
+    /// Ends a skip at `end`, after the skipped value.
+    #[inline]
+    fn skipped_to(&mut self, end: usize) -> usize {
+        self.skipped = 0;
+        if self.closing {
+            self.closing = false;
+            self.close_object();
+        } else {
+            self.after_value(self.field.settles());
+        }
+        end
+    }
+
+    #[inline]
+    fn start_skip(&mut self) {
+        self.skipped = 1;
+        self.expect = Expect::Skip;
+    }
+
+    /// Records the end of a value that `settles` fields, and stops the scan once all
+    /// three are settled.
+    #[inline]
+    fn after_value(&mut self, settles: u8) {
+        self.settled |= settles;
+        self.expect = if self.settled == SETTLED_ALL {
+            Expect::Done
+        } else if self.depth == 0 {
             Expect::End
+        } else if self.roles[self.depth - 1].yields() & !self.settled == 0 {
+            // nothing more to read in this object (`data` or `data.object` once
+            // `data.object.id` is settled): its other members are skipped to its end
+            self.skipped = 1;
+            self.closing = true;
+            Expect::Skip
         } else {
             Expect::CommaOrClose
         };
     }
 
-    /// Closes the innermost container (at its closing bracket).
+    /// Opens an object on the path to the fields read.
     #[inline]
-    fn close(&mut self, at: usize) -> usize {
-        if self.nesting.depth == self.path {
-            self.path -= 1;
-        }
-        self.nesting.depth -= 1;
-        self.after_value();
-        at + 1
+    fn open_object(&mut self, role: Role) {
+        self.roles[self.depth] = role;
+        self.depth += 1;
+        self.expect = Expect::KeyOrClose;
     }
 
-    /// Opens an object, with a role when the path to the fields read goes through it.
+    /// Closes the innermost object on the path (at its closing brace).
     #[inline]
-    fn open_object(&mut self) {
-        let role = self.field.object_role();
-        self.nesting.push(true);
-        if role != Role::Skipped {
-            // only a value read from an object on the path has a role, so the path
-            // ends just above
-            self.roles[self.nesting.depth - 1] = role;
-            self.path = self.nesting.depth;
-        }
-        self.expect = Expect::KeyOrClose;
+    fn close_object(&mut self) {
+        self.depth -= 1;
+        self.after_value(self.roles[self.depth].settles());
     }
 
     /// Returns what the value of `key` is to the event, in an object on the path.
     #[inline(never)]
     fn key_field(&mut self, key: Span) -> Result<Field, Malformed> {
-        let role = self.roles[self.nesting.depth - 1];
-        // serde_json decodes the keys of every map it deserializes
+        let role = self.roles[self.depth - 1];
+        // a key is compared decoded, as `serde_json` compares field names
         let decoded;
         let text: &[u8] = if key.escaped {
             decoded = unescape(self.body, key)?;
@@ -300,18 +312,12 @@ impl<'a> Scanner<'a> {
         } else {
             &self.body[key.start..key.end]
         };
-        let (field, seen) = Field::of_key(role, text);
-        if self.seen & seen != 0 {
-            return Err(Malformed {
-                reason: "a field that identifies the event appears twice",
-                at: key.start - 1,
-            });
-        }
-        self.seen |= seen;
+        let (field, seen) = Field::of_key(role, text, self.seen);
+        self.seen = seen;
         Ok(field)
     }
 
-    /// Keeps a string that is read (or checks it, where it is read but not kept).
+    /// Keeps a string that is read.
     #[inline(never)]
     fn read_string(&mut self, span: Span) -> Result<(), Malformed> {
         let text = if span.escaped {
@@ -323,4 +329,34 @@ impl<'a> Scanner<'a> {
         self.event.keep(self.field, text);
         Ok(())
     }
+}
+
+/// Takes one byte of a skipped value, given the skip's state (the containers open in
+/// it, whether it is in a string, whether the byte is escaped); returns whether the
+/// value ended.
+#[inline(always)]
+fn skip_byte(byte: u8, (depth, in_string, escaped): &mut (usize, bool, bool)) -> bool {
+    if *escaped {
+        *escaped = false;
+        return false;
+    }
+    if *in_string {
+        match byte {
+            b'"' => *in_string = false,
+            b'\\' => *escaped = true,
+            _ => {}
+        }
+        return false;
+    }
+    match byte {
+        b'"' => *in_string = true,
+        b'{' | b'[' => *depth += 1,
+        b'}' | b']' => {
+            *depth -= 1;
+            return *depth == 0;
+        }
+        // a byte after a marked one: nothing
+        _ => {}
+    }
+    false
 }
