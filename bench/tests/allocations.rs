@@ -55,6 +55,28 @@ struct Case<'a> {
     expected: u64,
 }
 
+/// A case for `provider`, whose deliveries `signer` signs, held to `expected`.
+fn case<'a, P, S, E>(
+    name: &'static str,
+    provider: Result<P, E>,
+    signer: Result<S, E>,
+    body: &'a [u8],
+    expected: u64,
+) -> Case<'a>
+where
+    P: Provider + 'static,
+    S: Signer,
+    E: std::fmt::Debug,
+{
+    Case {
+        name,
+        provider: Box::new(provider.unwrap()),
+        headers: signer.unwrap().sign(ID, TIMESTAMP, body).to_header_map(),
+        body,
+        expected,
+    }
+}
+
 /// Returns how many allocations one verification of `body` makes.
 fn allocations(provider: &dyn Provider, headers: &HeaderMap, body: &[u8]) -> u64 {
     let now = OffsetDateTime::from_unix_timestamp(TIMESTAMP).unwrap();
@@ -76,78 +98,57 @@ fn allocations_per_verify() {
         // `data.object.id:type` is 68 bytes, past the 62 a `DeliveryText` keeps inline
         let long = event(size, "payment_intent.amount_capturable_updated", true);
         let cases = [
-            Case {
-                name: "stripe",
-                provider: Box::new(hookbox_stripe::Stripe::new(SECRET).unwrap()),
-                headers: hookbox_stripe::StripeSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &body)
-                    .to_header_map(),
-                body: &body,
-                expected: 0,
-            },
-            Case {
-                name: "stripe-real",
-                provider: Box::new(hookbox_stripe::Stripe::new(SECRET).unwrap()),
-                headers: hookbox_stripe::StripeSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &real)
-                    .to_header_map(),
-                body: &real,
-                expected: 0,
-            },
-            Case {
-                name: "stripe-long",
-                provider: Box::new(hookbox_stripe::Stripe::new(SECRET).unwrap()),
-                headers: hookbox_stripe::StripeSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &long)
-                    .to_header_map(),
-                body: &long,
-                // the correlation id, on the heap
-                expected: 1,
-            },
-            Case {
-                name: "shopify",
-                provider: Box::new(hookbox_shopify::Shopify::new(SECRET).unwrap()),
-                headers: hookbox_shopify::ShopifySigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &body)
-                    .to_header_map(),
-                body: &body,
-                // seven kept headers: the three past the four kept inline
-                expected: 1,
-            },
-            Case {
-                name: "github",
-                provider: Box::new(hookbox_github::GitHub::new(SECRET).unwrap()),
-                headers: hookbox_github::GitHubSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &body)
-                    .to_header_map(),
-                body: &body,
-                expected: 0,
-            },
-            Case {
-                name: "svix",
-                provider: Box::new(hookbox_svix::Svix::new(SECRET).unwrap()),
-                headers: hookbox_svix::SvixSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &body)
-                    .to_header_map(),
-                body: &body,
-                expected: 0,
-            },
-            Case {
-                name: "standard",
-                provider: Box::new(hookbox_standard::Standard::new(SECRET).unwrap()),
-                headers: hookbox_standard::StandardSigner::new(SECRET)
-                    .unwrap()
-                    .sign(ID, TIMESTAMP, &body)
-                    .to_header_map(),
-                body: &body,
-                expected: 0,
-            },
+            case(
+                "stripe",
+                hookbox_stripe::Stripe::new(SECRET),
+                hookbox_stripe::StripeSigner::new(SECRET),
+                &body,
+                0,
+            ),
+            case(
+                "stripe-real",
+                hookbox_stripe::Stripe::new(SECRET),
+                hookbox_stripe::StripeSigner::new(SECRET),
+                &real,
+                0,
+            ),
+            // the correlation id, on the heap
+            case(
+                "stripe-long",
+                hookbox_stripe::Stripe::new(SECRET),
+                hookbox_stripe::StripeSigner::new(SECRET),
+                &long,
+                1,
+            ),
+            // seven kept headers: the three past the four kept inline
+            case(
+                "shopify",
+                hookbox_shopify::Shopify::new(SECRET),
+                hookbox_shopify::ShopifySigner::new(SECRET),
+                &body,
+                1,
+            ),
+            case(
+                "github",
+                hookbox_github::GitHub::new(SECRET),
+                hookbox_github::GitHubSigner::new(SECRET),
+                &body,
+                0,
+            ),
+            case(
+                "svix",
+                hookbox_svix::Svix::new(SECRET),
+                hookbox_svix::SvixSigner::new(SECRET),
+                &body,
+                0,
+            ),
+            case(
+                "standard",
+                hookbox_standard::Standard::new(SECRET),
+                hookbox_standard::StandardSigner::new(SECRET),
+                &body,
+                0,
+            ),
         ];
         for Case {
             name,
