@@ -34,7 +34,7 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
     common::exec(
         &store,
         "CREATE FUNCTION hookbox_test_slow() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$",
+         $$ BEGIN PERFORM pg_sleep(1.0); RETURN NULL; END $$",
     )
     .await;
     common::exec(
@@ -53,7 +53,7 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
         })
         .collect();
     // the batches are on the wire, each statement asleep in its trigger
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let killed = common::count(
         &store,
         "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
@@ -97,6 +97,7 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
     }
 
     // the senders retry each failed delivery, and the retries are stored
+    common::exec(&store, "DROP TRIGGER hookbox_test_slow ON hookbox_inbox").await;
     for id in &failed {
         assert_eq!(
             store.receive(&delivery(id)).await.unwrap(),

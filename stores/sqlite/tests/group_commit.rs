@@ -144,8 +144,9 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
         .unwrap();
     drop(setup);
 
-    // the first delivery waits alone for the lock in the writer; the batch behind it
-    // gathers in the queue, so it is written (and fails) as one transaction
+    // the first delivery waits alone for the lock (the writer being idle, the lookup
+    // thread writes it itself); the batch behind it gathers in the queue meanwhile,
+    // so it is written (and fails) as one transaction
     let lock = WriteLock::take(&dir.db());
     let receive = |id: String| {
         let store = store.clone();
@@ -158,7 +159,7 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
         .chain(["evt_poison".to_string()])
         .collect();
     let batch: Vec<_> = ids.iter().cloned().map(receive).collect();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     drop(lock);
 
     assert_eq!(first.await.unwrap().unwrap(), Received::Stored);
