@@ -236,15 +236,14 @@ impl VerifiedDelivery {
     /// building one by hand skips verification.
     #[inline(always)]
     pub fn new(key: DedupeKey, body: Bytes, headers: KeptHeaders) -> Self {
-        Self {
+        Self::from_parts(DeliveryParts {
             key,
-            correlation_id: None,
-            event_type: None,
-            signed_at: None,
             body,
             headers,
-            json: OnceLock::new(),
-        }
+            event_type: None,
+            correlation_id: None,
+            signed_at: None,
+        })
     }
 
     /// Assembles a delivery from everything its provider read, in one step. For

@@ -13,7 +13,7 @@ use crate::error::{PgError, TxError};
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
 use crate::watch::statement_failed;
-use crate::writer::InboxInsert;
+use crate::writer::{InboxInsert, received};
 
 /// One inbox row as stored.
 #[derive(Queryable, Selectable)]
@@ -108,11 +108,7 @@ impl Inbox for PgStore {
                 let inserted = self
                     .with_connection(async |conn| row.insert_on(conn).await)
                     .await?;
-                return Ok(if inserted {
-                    Received::Stored
-                } else {
-                    Received::Duplicate
-                });
+                return Ok(received(inserted));
             };
             // group commit: a copy already stored is answered by the lookup task's
             // read, the rest are written in batches (see `writer`)

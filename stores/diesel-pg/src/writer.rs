@@ -73,7 +73,7 @@ impl InboxInsert {
 }
 
 /// The answer to an insert: stored, or found already stored.
-fn received(inserted: bool) -> Received {
+pub(crate) fn received(inserted: bool) -> Received {
     if inserted {
         Received::Stored
     } else {
@@ -419,13 +419,20 @@ async fn write_batch(pool: &ConnPool, batch: Vec<Job>, counts: &Counts) {
             metrics::histogram!("hookbox_inbox_batch_size").record(size as f64);
             // each returned key answers its first caller Stored; later copies in
             // the batch, and keys not returned, were already there
-            let mut new: HashMap<(String, String, String), bool> =
-                stored.into_iter().map(|key| (key, true)).collect();
-            for job in batch {
-                let (source, provider, id) = job.row.key();
-                let first = new
-                    .get_mut(&(source.to_string(), provider.to_string(), id.to_string()))
-                    .is_some_and(|fresh| std::mem::replace(fresh, false));
+            let mut new: HashMap<(&str, &str, &str), bool> = stored
+                .iter()
+                .map(|(source, provider, id)| {
+                    ((source.as_str(), provider.as_str(), id.as_str()), true)
+                })
+                .collect();
+            let firsts: Vec<bool> = batch
+                .iter()
+                .map(|job| {
+                    new.get_mut(&job.row.key())
+                        .is_some_and(|fresh| std::mem::replace(fresh, false))
+                })
+                .collect();
+            for (job, first) in batch.into_iter().zip(firsts) {
                 let _ = job.answer.send(Ok(received(first)));
             }
         }

@@ -72,8 +72,7 @@ fn set_up(
 ) -> diesel::QueryResult<Result<(), ConnectionError>> {
     // the busy timeout first, so that switching to WAL waits for a lock rather than
     // failing while another process is writing
-    let busy = options.busy_timeout.as_millis().min(i32::MAX as u128);
-    conn.batch_execute(&format!("PRAGMA busy_timeout = {busy}"))?;
+    conn.batch_execute(&options.busy_timeout_pragma())?;
     let mode = switch_to_wal(conn, options.busy_timeout)?;
     conn.batch_execute(&format!(
         "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",

@@ -36,7 +36,7 @@ use crate::pool::PooledConnection;
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
 use crate::sql;
 use crate::store::SqliteStore;
-use crate::writer::InboxInsert;
+use crate::writer::{InboxInsert, received};
 
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
@@ -270,11 +270,11 @@ impl WorkerConn {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        let busy = options.busy_timeout.as_millis().min(i32::MAX as u128);
         let restored = conn
             .batch_execute(&format!(
-                "PRAGMA synchronous = {}; PRAGMA busy_timeout = {busy};",
-                options.synchronous.pragma()
+                "PRAGMA synchronous = {}; {}",
+                options.synchronous.pragma(),
+                options.busy_timeout_pragma()
             ))
             .await;
         if restored.is_err() {
@@ -350,13 +350,7 @@ impl Inbox for SqliteStore {
                 let mut conn = self.connection().await?;
                 return conn
                     .spawn_blocking(move |conn: &mut SqliteConnection| {
-                        Ok(row.insert_on(conn).map(|inserted| {
-                            if inserted {
-                                Received::Stored
-                            } else {
-                                Received::Duplicate
-                            }
-                        }))
+                        Ok(row.insert_on(conn).map(received))
                     })
                     .await?
                     .map_err(SqliteError::from);

@@ -133,6 +133,13 @@ impl SqliteOptions {
         self
     }
 
+    /// The `PRAGMA` that sets this busy timeout on a connection (milliseconds, as
+    /// SQLite's `int` takes them).
+    pub(crate) fn busy_timeout_pragma(&self) -> String {
+        let millis = self.busy_timeout.as_millis().min(i32::MAX as u128);
+        format!("PRAGMA busy_timeout = {millis};")
+    }
+
     /// Returns how `Inbox::receive` commits.
     pub fn get_commit_mode(&self) -> CommitMode {
         self.commit

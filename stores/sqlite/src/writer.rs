@@ -106,7 +106,7 @@ impl InboxInsert {
 }
 
 /// The answer to an insert: stored, or found already stored.
-fn received(inserted: bool) -> Received {
+pub(crate) fn received(inserted: bool) -> Received {
     if inserted {
         Received::Stored
     } else {
@@ -256,7 +256,7 @@ fn run_lookups(
     let mut conn: Option<SqliteConnection> = None;
     while let Some(batch) = next_batch(&mut queue, config) {
         if conn.is_none() {
-            conn = open_writer(path, options).ok();
+            conn = open_without_busy_handler(path, options).ok();
         }
         let mut fresh = Vec::with_capacity(batch.len());
         for job in batch {
@@ -327,7 +327,7 @@ fn run_writes(
         };
         let batch = std::mem::replace(&mut pending, rest);
         if conn.is_none() {
-            match open_writer(path, options) {
+            match open_without_busy_handler(path, options) {
                 Ok(opened) => conn = Some(opened),
                 Err(err) => {
                     let text = err.to_string();
@@ -349,9 +349,13 @@ fn run_writes(
     }
 }
 
-/// Opens the writer's connection: the store's `PRAGMA`s, then no busy handler (the
-/// writer waits for the lock itself, see [`retry_while_locked`]).
-fn open_writer(path: &Path, options: &SqliteOptions) -> Result<SqliteConnection, SqliteError> {
+/// Opens a stage's connection (the lookup's or the writer's): the store's `PRAGMA`s,
+/// then no busy handler (a stage waits for the lock itself, see
+/// [`retry_while_locked`]).
+fn open_without_busy_handler(
+    path: &Path,
+    options: &SqliteOptions,
+) -> Result<SqliteConnection, SqliteError> {
     let mut conn = crate::connect::connect(path, options)?;
     conn.batch_execute("PRAGMA busy_timeout = 0")?;
     Ok(conn)

@@ -95,9 +95,6 @@ impl Table {
                 offered: Some(rate),
             } => format!("{store} + worker @{rate}/s"),
         };
-        let ms = |d: Option<Duration>| {
-            d.map_or_else(|| "-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3))
-        };
         let mut note = String::new();
         if tally.ran_out {
             note.push_str(" (signed requests used up early)");
@@ -319,22 +316,30 @@ impl Table {
         }
     }
 
-    /// The p99 of the row measured for `store`, `via`, `kind` at `conns`.
-    fn p99(&self, store: &str, via: Via, kind: Kind, conns: usize) -> Option<Duration> {
+    /// The rate and p99 of the row measured for `store`, `via`, `kind` at `conns`.
+    fn measured(
+        &self,
+        store: &str,
+        via: Via,
+        kind: Kind,
+        conns: usize,
+    ) -> Option<(f64, Option<Duration>)> {
         self.rows
             .borrow()
             .iter()
             .find(|r| r.store == store && r.via == via && r.kind == kind && r.conns == conns)
-            .and_then(|r| r.p99)
+            .map(|r| (r.rate, r.p99))
+    }
+
+    /// The p99 of the row measured for `store`, `via`, `kind` at `conns`.
+    fn p99(&self, store: &str, via: Via, kind: Kind, conns: usize) -> Option<Duration> {
+        self.measured(store, via, kind, conns)
+            .and_then(|(_, p99)| p99)
     }
 
     /// The rate of the row measured for `store`, `via`, `kind` at `conns`.
     fn rate(&self, store: &str, via: Via, kind: Kind, conns: usize) -> Option<f64> {
-        self.rows
-            .borrow()
-            .iter()
-            .find(|r| r.store == store && r.via == via && r.kind == kind && r.conns == conns)
-            .map(|r| r.rate)
+        self.measured(store, via, kind, conns).map(|(rate, _)| rate)
     }
 
     /// Every error counted in the rows, warm-ups included.
