@@ -7,7 +7,8 @@
 //! (`id`, `object`, `api_version`, `created`, `data`, `livemode`, `pending_webhooks`,
 //! `request`, `type`), where the Stripe scanner reads up to the last member.
 //!
-//! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench`
+//! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench`; `HOOKBOX_BENCH_ONLY=github,stripe`
+//! limits it to those rows.
 //!
 //! With `HOOKBOX_BENCH_JSON=<file>` every row is also written to `<file>` as one JSON
 //! object per line: `{"provider": "...", "bytes": N, "ns": x, "bare_hmac_ns": x,
@@ -72,6 +73,10 @@ impl Row {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json_path = std::env::var_os("HOOKBOX_BENCH_JSON");
     let sizes = [1024usize, 64 * 1024];
+    // `HOOKBOX_BENCH_ONLY=github,stripe` limits the run to those rows (for a profiler)
+    let only = std::env::var("HOOKBOX_BENCH_ONLY")
+        .ok()
+        .map(|only| only.split(',').map(str::to_owned).collect::<Vec<_>>());
     println!(
         "hookbox verify benchmark: ns per verify, the fastest of {ROUNDS} interleaved rounds of {} ms",
         BATCH.as_millis()
@@ -89,6 +94,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             cases(&body)?.into_iter().map(|c| (c, &body[..])).collect();
         all.insert(1, (stripe_case("stripe-real", &real)?, &real[..]));
         for (case, body) in all {
+            if !only
+                .as_ref()
+                .is_none_or(|only| only.iter().any(|o| o == case.name))
+            {
+                continue;
+            }
             let row = measure_case(&case, body)?;
             let svix = svix_baseline(case.name, body)?
                 .map_or_else(|| "-".to_string(), |ns| format!("{ns:.0}"));

@@ -11,6 +11,10 @@
 //!    wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
 //!    RETURNING` per batch on one pooled connection.
 //!
+//! A receive with no other in flight (low load) skips both stages and runs its
+//! insert itself, as per-request commit does, so one sender is not slowed by two
+//! hops between tasks; receives that arrive meanwhile queue and are batched.
+//!
 //! Both statements have one text whatever the batch size, so each is prepared once
 //! per connection; a batch costs two round trips and one commit instead of two
 //! round trips and a commit per delivery.
@@ -208,11 +212,22 @@ struct Job {
 }
 
 /// The handle the store keeps; the tasks stop when it is dropped.
-#[derive(Debug)]
 pub(crate) struct Writer {
     lookups: mpsc::Sender<Job>,
+    /// For a receive that is alone in flight, which skips the stages.
+    pool: ConnPool,
     config: GroupCommit,
     counts: Arc<Counts>,
+}
+
+impl std::fmt::Debug for Writer {
+    // the pool's connections are not `Debug`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("config", &self.config)
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Batches and rows committed, for [`GroupCommitStats`].
@@ -222,6 +237,8 @@ pub(crate) struct Counts {
     rows: AtomicU64,
     /// Batches the writers have in hand.
     writing: AtomicUsize,
+    /// Receives not yet answered (see [`InFlight`]).
+    in_flight: AtomicUsize,
 }
 
 impl Counts {
@@ -264,6 +281,7 @@ impl Writer {
         }
         Self {
             lookups,
+            pool,
             config,
             counts,
         }
@@ -283,6 +301,13 @@ impl Writer {
     /// [`PgError::Overloaded`] when the queue stayed full for the configured timeout;
     /// the batch's error when its statement failed.
     pub(crate) async fn write(&self, row: InboxInsert) -> Result<Received, PgError> {
+        let in_flight = InFlight::enter(&self.counts);
+        if in_flight.alone {
+            // nothing else anywhere in the stages (low load): the caller's own
+            // statement, as per-request commit, without two hops between tasks; a
+            // receive that arrives meanwhile queues and is batched
+            return self.write_alone(&row).await;
+        }
         let (answer, answered) = oneshot::channel();
         let job = Job { row, answer };
         match tokio::time::timeout(self.config.queue_timeout, self.lookups.send(job)).await {
@@ -290,6 +315,48 @@ impl Writer {
             Ok(Err(_)) | Err(_) => return Err(PgError::Overloaded),
         }
         answered.await.unwrap_or(Err(PgError::Overloaded))
+    }
+}
+
+impl Writer {
+    /// Writes a lone row on a pooled connection: one autocommitted statement.
+    async fn write_alone(&self, row: &InboxInsert) -> Result<Received, PgError> {
+        let started = Instant::now();
+        let mut conn = PooledConnection::get(&self.pool).await?;
+        let inserted = conn.run(async |conn| row.insert_on(conn).await).await?;
+        self.counts.committed(1);
+        tracing::debug!(
+            batch = 1,
+            commit_us = started.elapsed().as_micros() as u64,
+            "inbox group commit"
+        );
+        #[cfg(feature = "metrics")]
+        metrics::histogram!("hookbox_inbox_batch_size").record(1.0);
+        Ok(received(inserted))
+    }
+}
+
+/// A receive in the group-commit path, counted from its call until it is answered
+/// (or dropped), so a receive can tell that it is the only one.
+struct InFlight<'c> {
+    counts: &'c Counts,
+    /// No other receive was in flight when this one entered.
+    alone: bool,
+}
+
+impl<'c> InFlight<'c> {
+    fn enter(counts: &'c Counts) -> Self {
+        let before = counts.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self {
+            counts,
+            alone: before == 0,
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.counts.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
