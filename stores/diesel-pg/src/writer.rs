@@ -4,12 +4,14 @@
 //!
 //! 1. **lookup**: one `SELECT` over the batch's keys (`unnest` of three arrays)
 //!    answers each key already stored `Duplicate`: a read, no write, no queue for
-//!    the writers. The rest go on to the writers. A delivery alone in the queue
-//!    while the writers are idle goes straight on: their insert answers a stored
-//!    key without writing, and the round trip is saved.
-//! 2. **writers** ([`WRITERS`] tasks, so one batch gathers while another is on the
-//!    wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
-//!    RETURNING` per batch on one pooled connection.
+//!    the writers. The rest go on to the writers as one batch. A delivery alone in
+//!    the queue while the writers are idle goes straight on: their insert answers
+//!    a stored key without writing, and the round trip is saved.
+//! 2. **writers** ([`WRITERS`] tasks, so the next batch is read while others are
+//!    on the wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
+//!    RETURNING` per batch on one pooled connection. A batch reaches one writer
+//!    whole: handing its deliveries over one by one let an idle writer take the
+//!    first alone.
 //!
 //! A receive with no other in flight (low load) skips both stages and runs its
 //! insert itself, as per-request commit does, so one sender is not slowed by two
@@ -261,7 +263,7 @@ impl Writer {
         let (lookups, lookup_queue) = mpsc::channel(depth);
         // the writers' queue holds a batch for each: the deliveries beyond wait in
         // the lookup's queue, which `queue_depth` bounds
-        let (writes, write_queue) = mpsc::channel(config.max_batch.max(1) * WRITERS);
+        let (writes, write_queue) = mpsc::channel(WRITERS);
         let write_queue = Arc::new(Mutex::new(write_queue));
         let counts = Arc::new(Counts::default());
         tokio::spawn(run_lookups(
@@ -275,7 +277,6 @@ impl Writer {
             tokio::spawn(run_writes(
                 pool.clone(),
                 Arc::clone(&write_queue),
-                config,
                 Arc::clone(&counts),
             ));
         }
@@ -384,7 +385,7 @@ async fn run_lookups(
     pool: ConnPool,
     mut queue: mpsc::Receiver<Job>,
     config: GroupCommit,
-    writes: mpsc::Sender<Job>,
+    writes: mpsc::Sender<Vec<Job>>,
     counts: Arc<Counts>,
 ) {
     while let Some(batch) = next_batch(&mut queue, config).await {
@@ -409,10 +410,20 @@ async fn run_lookups(
             }
         };
         let mut stored = stored.into_iter().peekable();
+        let mut fresh = Vec::with_capacity(batch.len());
         for (position, job) in (1_i64..).zip(batch) {
             if stored.next_if_eq(&position).is_some() {
                 let _ = job.answer.send(Ok(Received::Duplicate));
-            } else if let Err(mpsc::error::SendError(job)) = writes.send(job).await {
+            } else {
+                fresh.push(job);
+            }
+        }
+        // the rest go on whole, so one writer writes them in one statement
+        if fresh.is_empty() {
+            continue;
+        }
+        if let Err(mpsc::error::SendError(fresh)) = writes.send(fresh).await {
+            for job in fresh {
                 let _ = job.answer.send(Err(PgError::Overloaded));
             }
         }
@@ -437,20 +448,16 @@ async fn stored_positions(pool: &ConnPool, batch: &[Job]) -> Result<Vec<i64>, Pg
     Ok(positions)
 }
 
-/// One writer: gathers what is queued (no timer), writes it, answers, repeats.
+/// One writer: takes the next batch the lookup passed on (at most `max_batch`
+/// deliveries, gathered without a timer), writes it, answers, repeats.
 async fn run_writes(
     pool: ConnPool,
-    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
-    config: GroupCommit,
+    queue: Arc<Mutex<mpsc::Receiver<Vec<Job>>>>,
     counts: Arc<Counts>,
 ) {
     loop {
-        let batch = {
-            let mut queue = queue.lock().await;
-            match next_batch(&mut queue, config).await {
-                Some(batch) => batch,
-                None => return, // the store was dropped
-            }
+        let Some(batch) = queue.lock().await.recv().await else {
+            return; // the store was dropped
         };
         counts.writing.fetch_add(1, Ordering::AcqRel);
         write_batch(&pool, batch, &counts).await;
