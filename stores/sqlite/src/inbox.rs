@@ -193,6 +193,18 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// Inserts one inbox row in autocommit on a pooled connection, as per-request
+    /// commit does; with `synchronous = FULL` the row is on disk (WAL fsynced) when
+    /// it returns.
+    async fn insert_alone(&self, row: InboxInsert) -> Result<Received, SqliteError> {
+        let mut conn = self.connection().await?;
+        conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+            Ok(row.insert_on(conn).map(received))
+        })
+        .await?
+        .map_err(SqliteError::from)
+    }
+
     /// `work_one` on a relaxed connection: the lease transaction, then the work
     /// transaction, each retried while another connection holds the write lock.
     async fn lease_and_run(
@@ -345,16 +357,16 @@ impl Inbox for SqliteStore {
                 now: now(),
             };
             let Some(writer) = &self.inner.writer else {
-                // per-request commit: one statement in autocommit; with
-                // synchronous=FULL the row is on disk (WAL fsynced) when it returns
-                let mut conn = self.connection().await?;
-                return conn
-                    .spawn_blocking(move |conn: &mut SqliteConnection| {
-                        Ok(row.insert_on(conn).map(received))
-                    })
-                    .await?
-                    .map_err(SqliteError::from);
+                return self.insert_alone(row).await;
             };
+            let in_flight = writer.enter();
+            if in_flight.alone() {
+                let outcome = self.insert_alone(row).await;
+                if outcome.is_ok() {
+                    in_flight.committed();
+                }
+                return outcome;
+            }
             // group commit: a copy already stored is answered from the lookup
             // thread's read, the rest are committed in batches (see `writer`)
             writer.write(row).await

@@ -8,6 +8,11 @@
 //! 2. **writer**: takes every insert that is waiting, writes them in one
 //!    transaction, commits once, and only then answers each caller.
 //!
+//! A receive with no other in flight (low load) skips both threads and writes its
+//! row itself on a pooled connection, as per-request commit does, so one sender is
+//! not slowed by two thread hand-offs; receives that arrive meanwhile queue and
+//! are batched.
+//!
 //! SQLite has one write lock per file and, at `synchronous = FULL`, one `fsync` per
 //! commit: a commit per delivery caps the edge at the disk's fsync rate whatever the
 //! concurrency. Here a batch is whatever queued while the previous commit ran (no
@@ -31,7 +36,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection as _;
@@ -136,12 +141,41 @@ pub(crate) struct Counts {
     batches: AtomicU64,
     rows: AtomicU64,
     writing: AtomicBool,
+    /// Receives not yet answered (see [`InFlight`]).
+    in_flight: AtomicUsize,
 }
 
 impl Counts {
     fn committed(&self, rows: usize) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+    }
+}
+
+/// A receive in the group-commit path, counted from its call until it is answered
+/// (or dropped), so a receive can tell that it is the only one.
+pub(crate) struct InFlight<'c> {
+    counts: &'c Counts,
+    alone: bool,
+}
+
+impl InFlight<'_> {
+    /// No other receive was in flight when this one entered (low load): the
+    /// threads are idle, and the caller's own statement, as per-request commit
+    /// writes it, saves two thread hand-offs.
+    pub(crate) fn alone(&self) -> bool {
+        self.alone
+    }
+
+    /// Counts the caller's own statement as a batch of one.
+    pub(crate) fn committed(&self) {
+        self.counts.committed(1);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.counts.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -199,6 +233,15 @@ impl Writer {
         GroupCommitStats {
             batches: self.counts.batches.load(Ordering::Relaxed),
             rows: self.counts.rows.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts a receive in flight until the returned guard is dropped.
+    pub(crate) fn enter(&self) -> InFlight<'_> {
+        let before = self.counts.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            counts: &self.counts,
+            alone: before == 0,
         }
     }
 
