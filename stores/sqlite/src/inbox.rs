@@ -195,10 +195,14 @@ impl SqliteStore {
 impl SqliteStore {
     /// Inserts one inbox row in autocommit on a pooled connection, as per-request
     /// commit does; with `synchronous = FULL` the row is on disk (WAL fsynced) when
-    /// it returns.
-    async fn insert_alone(&self, row: InboxInsert) -> Result<Received, SqliteError> {
+    /// it returns. With [`Read::First`] a stored key is answered from a read
+    /// instead, in the same trip to the blocking pool.
+    async fn insert_alone(&self, row: InboxInsert, read: Read) -> Result<Received, SqliteError> {
         let mut conn = self.connection().await?;
         conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+            if read == Read::First && row.is_stored_on(conn)? {
+                return Ok(Ok(Received::Duplicate));
+            }
             Ok(row.insert_on(conn).map(received))
         })
         .await?
@@ -240,6 +244,15 @@ impl SqliteStore {
             }
         }
     }
+}
+
+/// Whether a lone receive reads its key before it inserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Group commit: a duplicate never takes the write lock.
+    First,
+    /// Per-request commit: the insert alone, as it always was.
+    No,
 }
 
 /// How long a worker waits before it tries for the write lock again: tokio's timer
@@ -357,11 +370,12 @@ impl Inbox for SqliteStore {
                 now: now(),
             };
             let Some(writer) = &self.inner.writer else {
-                return self.insert_alone(row).await;
+                return self.insert_alone(row, Read::No).await;
             };
             let in_flight = writer.enter();
             if in_flight.alone() {
-                let outcome = self.insert_alone(row).await;
+                // a stored key is still answered from a read, without the write lock
+                let outcome = self.insert_alone(row, Read::First).await;
                 if outcome.is_ok() {
                     in_flight.committed();
                 }

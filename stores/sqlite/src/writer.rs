@@ -8,10 +8,10 @@
 //! 2. **writer**: takes every insert that is waiting, writes them in one
 //!    transaction, commits once, and only then answers each caller.
 //!
-//! A receive with no other in flight (low load) skips both threads and writes its
-//! row itself on a pooled connection, as per-request commit does, so one sender is
-//! not slowed by two thread hand-offs; receives that arrive meanwhile queue and
-//! are batched.
+//! A receive with no other in flight (low load) skips both threads: on a pooled
+//! connection it reads its key (a duplicate is answered without the write lock) and
+//! writes its row as per-request commit does, so one sender is not slowed by two
+//! thread hand-offs; receives that arrive meanwhile queue and are batched.
 //!
 //! SQLite has one write lock per file and, at `synchronous = FULL`, one `fsync` per
 //! commit: a commit per delivery caps the edge at the disk's fsync rate whatever the
@@ -98,7 +98,7 @@ impl InboxInsert {
     }
 
     /// Whether the inbox holds the key already (a read).
-    fn is_stored_on(&self, conn: &mut SqliteConnection) -> QueryResult<bool> {
+    pub(crate) fn is_stored_on(&self, conn: &mut SqliteConnection) -> QueryResult<bool> {
         let found = InboxHas {
             source: &self.scope,
             provider: &self.provider,
