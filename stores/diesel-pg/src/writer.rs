@@ -244,9 +244,12 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// Counts a commit of `rows` deliveries (a batch, or a receive's own).
     fn committed(&self, rows: usize) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
     }
 }
 
@@ -331,8 +334,6 @@ impl Writer {
             commit_us = started.elapsed().as_micros() as u64,
             "inbox group commit"
         );
-        #[cfg(feature = "metrics")]
-        metrics::histogram!("hookbox_inbox_batch_size").record(1.0);
         Ok(received(inserted))
     }
 }
@@ -489,8 +490,6 @@ async fn write_batch(pool: &ConnPool, batch: Vec<Job>, counts: &Counts) {
                 commit_us = started.elapsed().as_micros() as u64,
                 "inbox group commit"
             );
-            #[cfg(feature = "metrics")]
-            metrics::histogram!("hookbox_inbox_batch_size").record(size as f64);
             // each returned key answers its first caller Stored; later copies in
             // the batch, and keys not returned, were already there
             let mut new: HashMap<(&str, &str, &str), bool> = stored

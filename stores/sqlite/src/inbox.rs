@@ -376,7 +376,7 @@ impl Inbox for SqliteStore {
             if in_flight.alone() {
                 // a stored key is still answered from a read, without the write lock
                 let outcome = self.insert_alone(row, Read::First).await;
-                if outcome.is_ok() {
+                if matches!(outcome, Ok(Received::Stored)) {
                     in_flight.committed();
                 }
                 return outcome;

@@ -146,9 +146,12 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// Counts a commit of `rows` deliveries (a batch, or a receive's own).
     fn committed(&self, rows: usize) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
     }
 }
 
@@ -167,7 +170,7 @@ impl InFlight<'_> {
         self.alone
     }
 
-    /// Counts the caller's own statement as a batch of one.
+    /// Counts the caller's own insert, which stored its row, as a batch of one.
     pub(crate) fn committed(&self) {
         self.counts.committed(1);
     }
@@ -528,8 +531,6 @@ fn commit(
                 commit_us = started.elapsed().as_micros() as u64,
                 "inbox group commit"
             );
-            #[cfg(feature = "metrics")]
-            metrics::histogram!("hookbox_inbox_batch_size").record(size as f64);
             for (job, outcome) in outcomes {
                 let _ = job.answer.send(outcome);
             }

@@ -113,6 +113,26 @@ async fn a_batch_that_cannot_begin_answers_every_caller_with_an_error_and_stores
     );
 }
 
+/// A duplicate is answered from a read, so it does not wait for the write lock: not
+/// in a batch, and not when it is the only receive in flight (which writes its own
+/// row when its key is new).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_alone_is_answered_while_another_connection_holds_the_write_lock() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(30));
+    let store = open(&dir.db(), options).await;
+    let copy = delivery("evt_alone", "{}");
+    assert_eq!(store.receive(&copy).await.unwrap(), Received::Stored);
+
+    let lock = WriteLock::take(&dir.db());
+    let answer = tokio::time::timeout(Duration::from_secs(10), store.receive(&copy))
+        .await
+        .expect("a duplicate does not wait for the 30 s busy timeout behind the lock");
+    assert_eq!(answer.unwrap(), Received::Duplicate);
+    drop(lock);
+    assert_eq!(store.group_commit_stats().unwrap().rows, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn per_request_commit_stays_available() {
     let dir = TempDir::new();
