@@ -320,9 +320,7 @@ impl Writer {
         }
         answered.await.unwrap_or(Err(PgError::Overloaded))
     }
-}
 
-impl Writer {
     /// Writes a lone row on a pooled connection: one autocommitted statement.
     async fn write_alone(&self, row: &InboxInsert) -> Result<Received, PgError> {
         let started = Instant::now();
