@@ -75,59 +75,17 @@ fn now() -> i64 {
 }
 
 impl SqliteStore {
-    /// The lease transaction (see the module docs).
+    /// The lease transaction (see the module docs), in one trip to tokio's blocking
+    /// pool: it runs no user code, so its four statements need not cross between
+    /// threads one by one, and the write lock is held for less time.
     async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, SqliteError> {
         let retry = self.inner.options.retry;
         let lease = duration_micros(self.inner.options.lease);
-        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Lease, SqliteError> {
-            let now = now();
-            let row = diesel::sql_query(sql::DUE_ROW)
-                .bind::<BigInt, _>(now)
-                .get_result::<InboxRow>(conn)
-                .await
-                .optional()?;
-            let Some(row) = row else {
-                return Ok(Lease::Idle);
-            };
-            let id = row.id();
-            let interrupted = row.was_interrupted();
-            if interrupted && retry.is_dead(row.attempts()) {
-                // every attempt so far died with its worker: stop feeding it workers
-                let attempts = row.attempts();
-                dead_letter(conn, id, INTERRUPTED, now, false).await?;
-                return Ok(Lease::Dead { id, attempts });
-            }
-            let mut delivery = match row.into_delivery() {
-                Ok(delivery) => delivery,
-                Err(err) => {
-                    // retrying cannot repair the row: dead-letter it so it never
-                    // blocks the rows behind it, and say why
-                    dead_letter(conn, id, &err.to_string(), now, true).await?;
-                    let attempts = self.get_attempts(conn, id).await?;
-                    return Ok(Lease::Dead { id, attempts });
-                }
-            };
-            if interrupted {
-                delivery.last_error = Some(INTERRUPTED.to_string());
-            }
-            diesel::sql_query(sql::TAKE_LEASE)
-                .bind::<BigInt, _>(now.saturating_add(lease))
-                .bind::<BigInt, _>(token)
-                .bind::<Text, _>(INTERRUPTED)
-                .bind::<BigInt, _>(id)
-                .execute(conn)
-                .await?;
-            Ok(Lease::Taken(Box::new(delivery)))
+        conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+            Ok(conn.immediate_transaction(|conn| lease::take_lease_on(conn, token, retry, lease)))
         })
         .await
-    }
-
-    async fn get_attempts(&self, conn: &mut Conn, id: i64) -> Result<u32, SqliteError> {
-        let count = diesel::sql_query(sql::ATTEMPTS)
-            .bind::<BigInt, _>(id)
-            .get_result::<Count>(conn)
-            .await?;
-        Ok(u32::try_from(count.count).unwrap_or(0))
+        .map_err(SqliteError::from_diesel)?
     }
 
     /// The work transaction (see the module docs).
@@ -332,24 +290,6 @@ impl Drop for WorkerConn {
     }
 }
 
-/// Makes row `id` a dead letter now, clearing its lease.
-async fn dead_letter(
-    conn: &mut Conn,
-    id: i64,
-    reason: &str,
-    now: i64,
-    count_attempt: bool,
-) -> Result<(), SqliteError> {
-    diesel::sql_query(sql::DEAD_LETTER)
-        .bind::<BigInt, _>(now)
-        .bind::<Text, _>(reason)
-        .bind::<BigInt, _>(i64::from(count_attempt))
-        .bind::<BigInt, _>(id)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
 impl Inbox for SqliteStore {
     fn receive<'a>(
         &'a self,
@@ -471,5 +411,83 @@ impl Inbox for SqliteStore {
                 oldest_pending: stats.oldest_pending.and_then(from_micros),
             })
         })
+    }
+}
+
+/// The lease transaction, synchronous: it runs whole on the blocking pool's thread.
+mod lease {
+    use diesel::sql_types::{BigInt, Text};
+    use diesel::sqlite::SqliteConnection;
+    use diesel::{OptionalExtension as _, RunQueryDsl as _};
+    use hookbox_core::RetryPolicy;
+
+    use super::{Count, INTERRUPTED, Lease, now};
+    use crate::error::SqliteError;
+    use crate::rows::InboxRow;
+    use crate::sql;
+
+    /// The lease transaction's statements, inside its `BEGIN IMMEDIATE`.
+    pub(super) fn take_lease_on(
+        conn: &mut SqliteConnection,
+        token: i64,
+        retry: RetryPolicy,
+        lease: i64,
+    ) -> Result<Lease, SqliteError> {
+        let now = now();
+        let row = diesel::sql_query(sql::DUE_ROW)
+            .bind::<BigInt, _>(now)
+            .get_result::<InboxRow>(conn)
+            .optional()?;
+        let Some(row) = row else {
+            return Ok(Lease::Idle);
+        };
+        let id = row.id();
+        let interrupted = row.was_interrupted();
+        if interrupted && retry.is_dead(row.attempts()) {
+            // every attempt so far died with its worker: stop feeding it workers
+            let attempts = row.attempts();
+            dead_letter(conn, id, INTERRUPTED, now, false)?;
+            return Ok(Lease::Dead { id, attempts });
+        }
+        let mut delivery = match row.into_delivery() {
+            Ok(delivery) => delivery,
+            Err(err) => {
+                // retrying cannot repair the row: dead-letter it so it never blocks the
+                // rows behind it, and say why
+                dead_letter(conn, id, &err.to_string(), now, true)?;
+                let count = diesel::sql_query(sql::ATTEMPTS)
+                    .bind::<BigInt, _>(id)
+                    .get_result::<Count>(conn)?;
+                let attempts = u32::try_from(count.count).unwrap_or(0);
+                return Ok(Lease::Dead { id, attempts });
+            }
+        };
+        if interrupted {
+            delivery.last_error = Some(INTERRUPTED.to_string());
+        }
+        diesel::sql_query(sql::TAKE_LEASE)
+            .bind::<BigInt, _>(now.saturating_add(lease))
+            .bind::<BigInt, _>(token)
+            .bind::<Text, _>(INTERRUPTED)
+            .bind::<BigInt, _>(id)
+            .execute(conn)?;
+        Ok(Lease::Taken(Box::new(delivery)))
+    }
+
+    /// Makes row `id` a dead letter now, clearing its lease.
+    fn dead_letter(
+        conn: &mut SqliteConnection,
+        id: i64,
+        reason: &str,
+        now: i64,
+        count_attempt: bool,
+    ) -> Result<(), SqliteError> {
+        diesel::sql_query(sql::DEAD_LETTER)
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(reason)
+            .bind::<BigInt, _>(i64::from(count_attempt))
+            .bind::<BigInt, _>(id)
+            .execute(conn)?;
+        Ok(())
     }
 }
