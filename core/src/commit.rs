@@ -1,6 +1,7 @@
 //! How a store commits inbox writes: one transaction per delivery, or many
 //! deliveries per transaction (group commit).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How [`Inbox::receive`](crate::Inbox::receive) commits.
@@ -70,5 +71,58 @@ impl GroupCommitStats {
         let batches = self.batches.checked_sub(before.batches)?;
         let rows = self.rows.checked_sub(before.rows)?;
         (batches > 0).then(|| rows as f64 / batches as f64)
+    }
+}
+
+/// The receives a group-committing store has not answered yet, so that a receive can
+/// tell it is the only one (low load) and write its own row, as per-request commit
+/// does, instead of passing through the store's stages for nothing to batch with.
+///
+/// For store implementations.
+///
+/// # Examples
+/// ```
+/// use hookbox_core::ReceivesInFlight;
+///
+/// let in_flight = ReceivesInFlight::default();
+/// let first = in_flight.enter();
+/// assert!(first.alone());
+/// assert!(!in_flight.enter().alone());
+/// drop(first);
+/// assert!(in_flight.enter().alone());
+/// ```
+#[derive(Debug, Default)]
+pub struct ReceivesInFlight(AtomicUsize);
+
+impl ReceivesInFlight {
+    /// Counts a receive until the returned guard is dropped (when it is answered, or
+    /// when its future is dropped first).
+    #[must_use = "the receive counts only while the guard lives"]
+    pub fn enter(&self) -> InFlight<'_> {
+        let before = self.0.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            count: &self.0,
+            alone: before == 0,
+        }
+    }
+}
+
+/// One receive counted by [`ReceivesInFlight::enter`].
+#[derive(Debug)]
+pub struct InFlight<'a> {
+    count: &'a AtomicUsize,
+    alone: bool,
+}
+
+impl InFlight<'_> {
+    /// No other receive was in flight when this one entered.
+    pub fn alone(&self) -> bool {
+        self.alone
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }

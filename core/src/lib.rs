@@ -64,7 +64,7 @@ mod text;
 mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use commit::{CommitMode, GroupCommit, GroupCommitStats};
+pub use commit::{CommitMode, GroupCommit, GroupCommitStats, InFlight, ReceivesInFlight};
 pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
 pub use handler::{

@@ -42,7 +42,7 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{GroupCommit, GroupCommitStats, Received, StoreError as _};
+use hookbox_core::{GroupCommit, GroupCommitStats, Received, ReceivesInFlight, StoreError as _};
 use time::OffsetDateTime;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -239,8 +239,7 @@ pub(crate) struct Counts {
     rows: AtomicU64,
     /// Batches the writers have in hand.
     writing: AtomicUsize,
-    /// Receives not yet answered (see [`InFlight`]).
-    in_flight: AtomicUsize,
+    in_flight: ReceivesInFlight,
 }
 
 impl Counts {
@@ -305,8 +304,8 @@ impl Writer {
     /// [`PgError::Overloaded`] when the queue stayed full for the configured timeout;
     /// the batch's error when its statement failed.
     pub(crate) async fn write(&self, row: InboxInsert) -> Result<Received, PgError> {
-        let in_flight = InFlight::enter(&self.counts);
-        if in_flight.alone {
+        let in_flight = self.counts.in_flight.enter();
+        if in_flight.alone() {
             // nothing else anywhere in the stages (low load): the caller's own
             // statement, as per-request commit, without two hops between tasks; a
             // receive that arrives meanwhile queues and is batched
@@ -333,30 +332,6 @@ impl Writer {
             "inbox group commit"
         );
         Ok(received(inserted))
-    }
-}
-
-/// A receive in the group-commit path, counted from its call until it is answered
-/// (or dropped), so a receive can tell that it is the only one.
-struct InFlight<'c> {
-    counts: &'c Counts,
-    /// No other receive was in flight when this one entered.
-    alone: bool,
-}
-
-impl<'c> InFlight<'c> {
-    fn enter(counts: &'c Counts) -> Self {
-        let before = counts.in_flight.fetch_add(1, Ordering::AcqRel);
-        Self {
-            counts,
-            alone: before == 0,
-        }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.counts.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -317,7 +317,7 @@ impl Inbox for SqliteStore {
                 // a stored key is still answered from a read, without the write lock
                 let outcome = self.insert_alone(row, Read::First).await;
                 if matches!(outcome, Ok(Received::Stored)) {
-                    in_flight.committed();
+                    writer.committed_alone();
                 }
                 return outcome;
             }

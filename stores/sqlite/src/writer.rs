@@ -36,14 +36,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection as _;
 use diesel::sqlite::SqliteConnection;
 use diesel::{OptionalExtension as _, QueryResult, RunQueryDsl as _};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{GroupCommit, GroupCommitStats, Received};
+use hookbox_core::{GroupCommit, GroupCommitStats, InFlight, Received, ReceivesInFlight};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{SqliteError, is_locked};
@@ -141,8 +141,7 @@ pub(crate) struct Counts {
     batches: AtomicU64,
     rows: AtomicU64,
     writing: AtomicBool,
-    /// Receives not yet answered (see [`InFlight`]).
-    in_flight: AtomicUsize,
+    in_flight: ReceivesInFlight,
 }
 
 impl Counts {
@@ -152,33 +151,6 @@ impl Counts {
         self.rows.fetch_add(rows as u64, Ordering::Relaxed);
         #[cfg(feature = "metrics")]
         metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
-    }
-}
-
-/// A receive in the group-commit path, counted from its call until it is answered
-/// (or dropped), so a receive can tell that it is the only one.
-pub(crate) struct InFlight<'c> {
-    counts: &'c Counts,
-    alone: bool,
-}
-
-impl InFlight<'_> {
-    /// No other receive was in flight when this one entered (low load): the
-    /// threads are idle, and the caller's own statement, as per-request commit
-    /// writes it, saves two thread hand-offs.
-    pub(crate) fn alone(&self) -> bool {
-        self.alone
-    }
-
-    /// Counts the caller's own insert, which stored its row, as a batch of one.
-    pub(crate) fn committed(&self) {
-        self.counts.committed(1);
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.counts.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -239,13 +211,16 @@ impl Writer {
         }
     }
 
-    /// Counts a receive in flight until the returned guard is dropped.
+    /// Counts a receive in flight until the returned guard is dropped. Alone, the
+    /// threads are idle, and the caller's own statement, as per-request commit
+    /// writes it, saves two thread hand-offs.
     pub(crate) fn enter(&self) -> InFlight<'_> {
-        let before = self.counts.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlight {
-            counts: &self.counts,
-            alone: before == 0,
-        }
+        self.counts.in_flight.enter()
+    }
+
+    /// Counts a lone receive's own insert, which stored its row, as a batch of one.
+    pub(crate) fn committed_alone(&self) {
+        self.counts.committed(1);
     }
 
     /// Queues `row` and waits for the read that finds it stored or the commit that
