@@ -8,7 +8,7 @@
 //! `request`, `type`), where the Stripe scanner reads up to the last member.
 //!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench`; `HOOKBOX_BENCH_ONLY=github,stripe`
-//! limits it to those rows.
+//! limits it to those rows and `HOOKBOX_BENCH_BYTES=1024` to that body size.
 //!
 //! With `HOOKBOX_BENCH_JSON=<file>` every row is also written to `<file>` as one JSON
 //! object per line: `{"provider": "...", "bytes": N, "ns": x, "bare_hmac_ns": x,
@@ -72,7 +72,11 @@ impl Row {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json_path = std::env::var_os("HOOKBOX_BENCH_JSON");
-    let sizes = [1024usize, 64 * 1024];
+    // `HOOKBOX_BENCH_BYTES=1024` limits the run to one body size (for a profiler)
+    let sizes: Vec<usize> = match std::env::var("HOOKBOX_BENCH_BYTES") {
+        Ok(bytes) => vec![bytes.parse()?],
+        Err(_) => vec![1024, 64 * 1024],
+    };
     // `HOOKBOX_BENCH_ONLY=github,stripe` limits the run to those rows (for a profiler)
     let only = std::env::var("HOOKBOX_BENCH_ONLY")
         .ok()
@@ -87,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "provider", "body", "hookbox", "bare HMAC", "ratio", "svix crate"
     );
     let mut json = String::new();
-    for size in sizes {
+    for size in sizes.iter().copied() {
         let body = stripe_like_json(size, Order::TypeFirst);
         let real = stripe_like_json(size, Order::Stripe);
         let mut all: Vec<(Case, &[u8])> =

@@ -31,7 +31,12 @@ pub struct PgOptions {
     schema: Option<String>,
     tls_roots: Option<RootsPem>,
     commit: CommitMode,
+    group_writers: usize,
 }
+
+/// Writer tasks of a grouped store by default: batches on the wire while the next
+/// ones gather. See [`PgOptions::group_commit_writers`].
+pub const DEFAULT_GROUP_COMMIT_WRITERS: usize = 4;
 
 /// Root certificates in PEM, shown by their size only.
 #[derive(Clone)]
@@ -54,13 +59,15 @@ impl Default for PgOptions {
             schema: None,
             tls_roots: None,
             commit: CommitMode::default(),
+            group_writers: DEFAULT_GROUP_COMMIT_WRITERS,
         }
     }
 }
 
 impl PgOptions {
     /// The defaults: 8 connections, the default retention and retry policies, a 5 s
-    /// lock timeout, a 5 s pool timeout, the role's default `search_path`.
+    /// lock timeout, a 5 s pool timeout, the role's default `search_path`, group
+    /// commit with 4 writer tasks.
     pub fn new() -> Self {
         Self::default()
     }
@@ -78,6 +85,35 @@ impl PgOptions {
     /// Returns how `Inbox::receive` commits.
     pub fn get_commit_mode(&self) -> CommitMode {
         self.commit
+    }
+
+    /// Sets how many writer tasks a grouped store runs (default
+    /// [`DEFAULT_GROUP_COMMIT_WRITERS`], at least 1), each writing one batch at a
+    /// time on a pooled connection of its own.
+    ///
+    /// More writers overlap more commits, which pays when a commit waits long (a
+    /// database across a network, a slow disk) and a few senders are in flight;
+    /// fewer make larger batches, so fewer statements, which pays when the database
+    /// shares CPUs with the receiver. docs/performance.md has the measurements. The
+    /// pool must hold the writers, the lookup and the other callers:
+    /// [`max_connections`](Self::max_connections) well above the writers.
+    ///
+    /// ```
+    /// use hookbox_diesel_pg::{DEFAULT_GROUP_COMMIT_WRITERS, PgOptions};
+    ///
+    /// assert_eq!(PgOptions::new().get_group_commit_writers(), DEFAULT_GROUP_COMMIT_WRITERS);
+    /// let options = PgOptions::new().max_connections(16).group_commit_writers(8);
+    /// assert_eq!(options.get_group_commit_writers(), 8);
+    /// assert_eq!(PgOptions::new().group_commit_writers(0).get_group_commit_writers(), 1);
+    /// ```
+    pub fn group_commit_writers(mut self, writers: usize) -> Self {
+        self.group_writers = writers.max(1);
+        self
+    }
+
+    /// Returns how many writer tasks a grouped store runs.
+    pub fn get_group_commit_writers(&self) -> usize {
+        self.group_writers
     }
 
     /// Sets the most connections the pool opens (default 8, at least 1).

@@ -70,7 +70,11 @@ impl PgStore {
         }
         let pool = pool::build(url, &options)?;
         let writer = match options.get_commit_mode() {
-            CommitMode::Grouped(config) => Some(crate::writer::Writer::start(pool.clone(), config)),
+            CommitMode::Grouped(config) => Some(crate::writer::Writer::start(
+                pool.clone(),
+                config,
+                options.get_group_commit_writers(),
+            )),
             CommitMode::PerRequest => None,
         };
         let store = Self {

@@ -7,7 +7,8 @@
 //!    the writers. The rest go on to the writers as one batch. A delivery alone in
 //!    the queue while the writers are idle goes straight on: their insert answers
 //!    a stored key without writing, and the round trip is saved.
-//! 2. **writers** ([`WRITERS`] tasks, so the next batch is read while others are
+//! 2. **writers** ([`PgOptions::group_commit_writers`](crate::PgOptions::group_commit_writers)
+//!    tasks, 4 by default, so the next batch is read while others are
 //!    on the wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
 //!    RETURNING` per batch on one pooled connection. A batch reaches one writer
 //!    whole: handing its deliveries over one by one let an idle writer take the
@@ -252,20 +253,16 @@ impl Counts {
     }
 }
 
-/// Writer tasks per store: batches on the wire while the next ones gather, so the
-/// server's own group commit of WAL flushes joins ours. Four measured 2.43x and
-/// 2.50x per-request commit at 64 connections where two measured 2.17x and 2.12x
-/// (`hookbox-bench-http`, `HOOKBOX_BENCH_ONLY=postgres`, 2026-12-02).
-const WRITERS: usize = 4;
-
 impl Writer {
-    /// Starts the lookup task and the writer tasks on the current tokio runtime.
-    pub(crate) fn start(pool: ConnPool, config: GroupCommit) -> Self {
+    /// Starts the lookup task and `writers` writer tasks on the current tokio
+    /// runtime.
+    pub(crate) fn start(pool: ConnPool, config: GroupCommit, writers: usize) -> Self {
+        let writers = writers.max(1);
         let depth = config.queue_depth.max(1);
         let (lookups, lookup_queue) = mpsc::channel(depth);
         // the writers' queue holds a batch for each: the deliveries beyond wait in
         // the lookup's queue, which `queue_depth` bounds
-        let (writes, write_queue) = mpsc::channel(WRITERS);
+        let (writes, write_queue) = mpsc::channel(writers);
         let write_queue = Arc::new(Mutex::new(write_queue));
         let counts = Arc::new(Counts::default());
         tokio::spawn(run_lookups(
@@ -275,7 +272,7 @@ impl Writer {
             writes,
             Arc::clone(&counts),
         ));
-        for _ in 0..WRITERS {
+        for _ in 0..writers {
             tokio::spawn(run_writes(
                 pool.clone(),
                 Arc::clone(&write_queue),

@@ -107,3 +107,41 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
         );
     }
 }
+
+/// With one writer task, a burst of copies queues behind each batch: every key is
+/// still stored once and answered `Stored` once, and a copy answered `Duplicate`
+/// finds its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_writer_stores_each_key_of_a_burst_once() {
+    let Some(fixture) = common::fixture(PgOptions::new().group_commit_writers(1)).await else {
+        return;
+    };
+    assert_eq!(fixture.store.options().get_group_commit_writers(), 1);
+    let store = Arc::new(fixture.store.clone());
+    let ids: Vec<String> = (0..48).map(|n| format!("evt_one_writer_{n}")).collect();
+    // three copies of each key, sent at once
+    let tasks: Vec<_> = ids
+        .iter()
+        .cycle()
+        .take(ids.len() * 3)
+        .map(|id| {
+            let (store, copy, id) = (Arc::clone(&store), delivery(id), id.clone());
+            tokio::spawn(async move { (id, store.receive(&copy).await.unwrap()) })
+        })
+        .collect();
+    let mut stored = std::collections::HashMap::<String, usize>::new();
+    for task in tasks {
+        let (id, received) = task.await.unwrap();
+        *stored.entry(id).or_default() += usize::from(received == Received::Stored);
+    }
+    for id in &ids {
+        assert_eq!(stored[id], 1, "{id}: one copy is answered Stored");
+    }
+    let rows = store.list(InboxFilter::All, 1000).await.unwrap();
+    assert_eq!(rows.len(), ids.len(), "one row per key");
+    let batches = store.group_commit_stats().unwrap();
+    assert!(
+        batches.rows >= ids.len() as u64,
+        "every row went through a commit the stats count: {batches:?}"
+    );
+}

@@ -47,7 +47,8 @@
 //! row: `row`, `store`, `commit`, `cache`, `kind`, `conns`, `acks_per_s`, `p50_ms`,
 //! `p99_ms`, `mean_batch`)
 //! (`HOOKBOX_BENCH_CELL_MS` sets a cell's measured length, default 2000;
-//! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_DIR` the directory
+//! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_PG_WRITERS` the
+//! Postgres store's group-commit writer tasks, default 4; `HOOKBOX_BENCH_DIR` the directory
 //! for the SQLite file; `HOOKBOX_REQUIRE_SERVICES=1` fails instead of skipping when
 //! Postgres or Redis is unreachable).
 #![allow(clippy::print_stdout)] // printing the table is this binary's job
@@ -456,13 +457,21 @@ impl Ctx {
     }
 }
 
-/// Creates a fresh schema, connects the store to it with its default pool; returns
-/// the schema, the store and the server's facts for the header.
+/// Creates a fresh schema, connects the store to it with its default pool (and
+/// `HOOKBOX_BENCH_PG_WRITERS` group-commit writers, when set); returns the schema,
+/// the store and the server's facts for the header.
 async fn pg_setup(url: &str, settings: &[&str]) -> Result<(PgSchema, PgStore, String), BoxErr> {
     let (schema, mut facts, _) = PgSchema::create(url, "hb_bench_http_", settings).await?;
-    let store = schema.store(PgOptions::new()).await?;
+    let mut options = PgOptions::new();
+    if let Ok(writers) = std::env::var("HOOKBOX_BENCH_PG_WRITERS") {
+        options = options.group_commit_writers(writers.parse()?);
+    }
+    let store = schema.store(options).await?;
     let pool = store.options().get_max_connections();
-    facts.push(format!("pool {pool} (the store's default)"));
+    let writers = store.options().get_group_commit_writers();
+    facts.push(format!(
+        "pool {pool} (the store's default), {writers} group-commit writers"
+    ));
     Ok((schema, store, facts.join(", ")))
 }
 
