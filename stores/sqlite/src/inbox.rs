@@ -154,17 +154,27 @@ impl SqliteStore {
     /// Inserts one inbox row in autocommit on a pooled connection, as per-request
     /// commit does; with `synchronous = FULL` the row is on disk (WAL fsynced) when
     /// it returns. With [`Read::First`] a stored key is answered from a read
-    /// instead, in the same trip to the blocking pool.
+    /// instead, in the same trip to the blocking pool. The insert waits for the
+    /// write lock in sub-millisecond steps, not SQLite's busy sleeps
+    /// ([`InboxInsert::insert_waiting_for_lock`]).
     async fn insert_alone(&self, row: InboxInsert, read: Read) -> Result<Received, SqliteError> {
         let mut conn = self.connection().await?;
-        conn.spawn_blocking(move |conn: &mut SqliteConnection| {
-            if read == Read::First && row.is_stored_on(conn)? {
-                return Ok(Ok(Received::Duplicate));
-            }
-            Ok(row.insert_on(conn).map(received))
-        })
-        .await?
-        .map_err(SqliteError::from)
+        let deadline = Instant::now() + self.inner.options.busy_timeout;
+        let busy_timeout = self.inner.options.busy_timeout_pragma();
+        let (outcome, restored) = conn
+            .spawn_blocking(move |conn: &mut SqliteConnection| {
+                if read == Read::First && row.is_stored_on(conn)? {
+                    return Ok((Ok(Received::Duplicate), true));
+                }
+                let (inserted, restored) =
+                    row.insert_waiting_for_lock(conn, deadline, &busy_timeout);
+                Ok((inserted.map(received), restored))
+            })
+            .await?;
+        if !restored {
+            conn.discard();
+        }
+        outcome.map_err(SqliteError::from)
     }
 
     /// `work_one` on a relaxed connection: the lease transaction, then the work

@@ -97,6 +97,29 @@ impl InboxInsert {
         Ok(inserted == 1)
     }
 
+    /// Runs the insert on a pooled `conn` (whose busy handler is the store's), waiting
+    /// for the write lock as the stages do, in steps of at most [`MAX_LOCK_PAUSE`]
+    /// until `deadline`, instead of through SQLite's busy handler: its sleeps of 1, 2,
+    /// 5 … 100 ms held a lone receive up to a second behind a batch's commit. The
+    /// handler is put back (`busy_timeout_pragma`) before it returns.
+    ///
+    /// Returns the insert's outcome and whether the handler was put back: when not,
+    /// the caller must close the connection rather than return it to the pool.
+    pub(crate) fn insert_waiting_for_lock(
+        &self,
+        conn: &mut SqliteConnection,
+        deadline: Instant,
+        busy_timeout_pragma: &str,
+    ) -> (QueryResult<bool>, bool) {
+        if let Err(err) = conn.batch_execute("PRAGMA busy_timeout = 0") {
+            // nothing changed: the connection still has the store's handler
+            return (Err(err), true);
+        }
+        let inserted = retry_while_locked(deadline, || self.insert_on(conn));
+        let restored = conn.batch_execute(busy_timeout_pragma).is_ok();
+        (inserted, restored)
+    }
+
     /// Whether the inbox holds the key already (a read).
     pub(crate) fn is_stored_on(&self, conn: &mut SqliteConnection) -> QueryResult<bool> {
         let found = InboxHas {

@@ -10,7 +10,10 @@ use std::time::Duration;
 use diesel::Connection as _;
 use diesel::connection::SimpleConnection as _;
 use hookbox_core::testing::delivery;
-use hookbox_core::{CommitMode, GroupCommit, Inbox as _, InboxFilter, Received, StoreError as _};
+use hookbox_core::{
+    CommitMode, GroupCommit, IdempotencyStore as _, Inbox as _, InboxFilter, Received,
+    StoreError as _,
+};
 use hookbox_sqlite::testing::{TempDir, open};
 use hookbox_sqlite::{SqliteError, SqliteOptions};
 
@@ -199,7 +202,9 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
         );
     }
     let rows = store.list(InboxFilter::All, 100).await.unwrap();
-    let kept: Vec<&str> = rows.iter().map(|r| r.key.delivery_id()).collect();
+    let mut kept: Vec<&str> = rows.iter().map(|r| r.key.delivery_id()).collect();
+    // the two lone writers both retry the lock in short steps: either may win
+    kept.sort_unstable();
     assert_eq!(
         kept,
         ["evt_first", "evt_second"],
@@ -213,4 +218,43 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
         );
     }
     assert!(store.receive(&delivery("evt_poison", "{}")).await.is_err());
+}
+
+/// A lone receive waits for the write lock without SQLite's busy handler, and puts
+/// the handler back before its connection returns to the pool: the next caller of
+/// that connection (here `process_once`, on a pool of one) still waits for a lock
+/// held elsewhere instead of failing at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lone_receive_hands_its_connection_back_with_the_busy_timeout() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .max_connections(1)
+        .busy_timeout(Duration::from_secs(5));
+    let store = Arc::new(open(&dir.db(), options).await);
+
+    // alone in flight, behind a lock held elsewhere: the receive's own insert
+    // retries the lock and is stored once the lock is released
+    let lock = WriteLock::take(&dir.db());
+    let lone = {
+        let store = store.clone();
+        tokio::spawn(async move { store.receive(&delivery("evt_lone", "{}")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(lock);
+    assert_eq!(lone.await.unwrap().unwrap(), Received::Stored);
+
+    // the pool's one connection, behind the lock again: it waits (busy timeout)
+    let lock = WriteLock::take(&dir.db());
+    let key = hookbox_core::DedupeKey::new("group", "standard", "evt_after_lone");
+    let claim = {
+        let store = store.clone();
+        tokio::spawn(async move { store.process_once(&key, async |_conn| Ok(())).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(lock);
+    let outcome = claim.await.unwrap();
+    assert!(
+        outcome.is_ok(),
+        "the connection kept the store's busy timeout: {outcome:?}"
+    );
 }
