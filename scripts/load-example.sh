@@ -14,6 +14,7 @@
 # backlog of the rows before it and is busy throughout: the edge's worst case.
 # LOAD_SECONDS and LOAD_CONNS change the length and the connections.
 set -euo pipefail
+export PGOPTIONS="${PGOPTIONS:---client-min-messages=warning}"
 cd "$(dirname "$0")/.."
 
 store="${1:-sqlite}"
