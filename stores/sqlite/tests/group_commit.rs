@@ -1,7 +1,9 @@
 //! Group commit on a real SQLite file: the queue is bounded (callers past it get a
 //! transient error, never a silent wait without end), a batch whose transaction
 //! cannot begin answers every caller with an error and stores nothing, and the
-//! per-request path stays available.
+//! per-request path stays available. A lone receive waits for the write lock itself
+//! and hands its connection back with the store's busy timeout; `process_once`
+//! behind a held lock waits and runs its side effect once.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use diesel::Connection as _;
 use diesel::connection::SimpleConnection as _;
 use hookbox_core::testing::delivery;
+use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     CommitMode, GroupCommit, IdempotencyStore as _, Inbox as _, InboxFilter, Received,
     StoreError as _,
@@ -243,18 +246,70 @@ async fn a_lone_receive_hands_its_connection_back_with_the_busy_timeout() {
     drop(lock);
     assert_eq!(lone.await.unwrap().unwrap(), Received::Stored);
 
-    // the pool's one connection, behind the lock again: it waits (busy timeout)
+    assert_waits_for_the_lock_with_the_busy_timeout(&store, &dir).await;
+}
+
+/// On a pool of one, a purge (which leaves the lock to the busy handler) behind a
+/// lock held elsewhere waits and succeeds: the connection has the store's busy
+/// timeout, not the zero a lock-waiting caller set on it.
+async fn assert_waits_for_the_lock_with_the_busy_timeout(
+    store: &Arc<hookbox_sqlite::SqliteStore>,
+    dir: &TempDir,
+) {
     let lock = WriteLock::take(&dir.db());
-    let key = hookbox_core::DedupeKey::new("group", "standard", "evt_after_lone");
-    let claim = {
+    let purge = {
         let store = store.clone();
-        tokio::spawn(async move { store.process_once(&key, async |_conn| Ok(())).await })
+        tokio::spawn(async move { store.purge(OffsetDateTime::now_utc()).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(lock);
-    let outcome = claim.await.unwrap();
+    let outcome = purge.await.unwrap();
     assert!(
         outcome.is_ok(),
         "the connection kept the store's busy timeout: {outcome:?}"
     );
+}
+
+/// `process_once` behind a write lock held elsewhere waits for it, runs the side
+/// effect exactly once when it gets the lock, and leaves its connection with the
+/// store's busy timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn process_once_waits_for_the_lock_and_runs_its_side_effect_once() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .max_connections(1)
+        .busy_timeout(Duration::from_secs(5));
+    let store = Arc::new(open(&dir.db(), options).await);
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+
+    for round in 0..2 {
+        let lock = WriteLock::take(&dir.db());
+        let claim = {
+            let (store, runs) = (store.clone(), runs.clone());
+            tokio::spawn(async move {
+                let key = hookbox_core::DedupeKey::new("group", "standard", format!("evt_{round}"));
+                store
+                    .process_once(&key, async |_conn| {
+                        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            runs.load(std::sync::atomic::Ordering::SeqCst),
+            round,
+            "the side effect waits for the lock"
+        );
+        drop(lock);
+        let outcome = claim.await.unwrap();
+        assert!(outcome.is_ok(), "round {round}: {outcome:?}");
+        assert_eq!(
+            runs.load(std::sync::atomic::Ordering::SeqCst),
+            round + 1,
+            "the side effect ran once"
+        );
+    }
+    assert_waits_for_the_lock_with_the_busy_timeout(&store, &dir).await;
 }

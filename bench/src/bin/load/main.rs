@@ -1,5 +1,6 @@
 //! A load generator for a receiver running as its own process: `K` keep-alive HTTP/1
-//! connections POST Standard Webhooks deliveries, each with a new `webhook-id`
+//! connections POST signed deliveries (Standard Webhooks by default), each with a new
+//! delivery id
 //! (or, with `--duplicates`, the same 16 ids again and again), for a fixed time, and
 //! the acknowledgements per second and their latency are printed.
 //!
@@ -13,8 +14,10 @@
 //!   --url http://127.0.0.1:3000/webhooks/standard --conns 64 --seconds 10
 //! ```
 //!
-//! Options: `--url` (default `http://127.0.0.1:3000/webhooks/standard`), `--secret`
-//! (default: `WEBHOOK_SECRET`, else the example's demo secret), `--conns` (64),
+//! Options: `--provider` (`standard`, the default, `svix`, `github` or `shopify`: the
+//! providers whose delivery id is a header), `--url` (default
+//! `http://127.0.0.1:3000/webhooks/<provider>`), `--secret` (default:
+//! `WEBHOOK_SECRET`, else the standard example's demo secret), `--conns` (64),
 //! `--seconds` (10), `--body-bytes` (1024: a JSON event padded to that size),
 //! `--duplicates`, `--rate` (requests per second in all, spread over the
 //! connections; default: each connection sends as fast as it is answered). Each request is signed just before it is sent, with the current
@@ -32,10 +35,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hookbox_bench::BoxErr;
-use hookbox_core::Signer as _;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderValue, Method, Request, Uri, header};
+use hookbox_github::GitHubSigner;
+use hookbox_shopify::ShopifySigner;
 use hookbox_standard::StandardSigner;
+use hookbox_svix::SvixSigner;
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -48,6 +53,7 @@ const DUPLICATE_IDS: usize = 16;
 
 /// What to send, from the command line.
 struct Args {
+    provider: String,
     url: Uri,
     secret: String,
     conns: usize,
@@ -61,8 +67,10 @@ struct Args {
 
 impl Args {
     fn parse() -> Result<Self, BoxErr> {
+        let mut url = None;
         let mut args = Self {
-            url: "http://127.0.0.1:3000/webhooks/standard".parse()?,
+            provider: "standard".to_string(),
+            url: Uri::from_static("/"),
             secret: std::env::var("WEBHOOK_SECRET").unwrap_or_else(|_| DEMO_SECRET.to_string()),
             conns: 64,
             seconds: 10,
@@ -80,7 +88,8 @@ impl Args {
                 .next()
                 .ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
-                "--url" => args.url = value.parse()?,
+                "--url" => url = Some(value.parse()?),
+                "--provider" => args.provider = value,
                 "--secret" => args.secret = value,
                 "--conns" => args.conns = value.parse::<usize>()?.max(1),
                 "--seconds" => args.seconds = value.parse::<u64>()?.max(1),
@@ -89,6 +98,10 @@ impl Args {
                 _ => return Err(format!("unknown option {flag}").into()),
             }
         }
+        args.url = match url {
+            Some(url) => url,
+            None => format!("http://127.0.0.1:3000/webhooks/{}", args.provider).parse()?,
+        };
         Ok(args)
     }
 }
@@ -104,7 +117,17 @@ struct Tally {
 
 fn main() -> Result<(), BoxErr> {
     let args = Arc::new(Args::parse()?);
-    let signer = Arc::new(StandardSigner::new(args.secret.as_str())?);
+    let signer: Arc<dyn hookbox_core::Signer + Send + Sync> = match args.provider.as_str() {
+        "standard" => Arc::new(StandardSigner::new(args.secret.as_str())?),
+        "svix" => Arc::new(SvixSigner::new(args.secret.as_str())?),
+        "github" => Arc::new(GitHubSigner::new(&args.secret)?.event("push")),
+        "shopify" => Arc::new(ShopifySigner::new(&args.secret)?),
+        other => {
+            return Err(
+                format!("--provider {other}: one of standard, svix, github, shopify").into(),
+            );
+        }
+    };
     let body = Bytes::from(event_of(args.body_bytes));
     let run = std::process::id();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -148,7 +171,7 @@ fn main() -> Result<(), BoxErr> {
                             format!("msg_load_{run}_{conn}_{n}")
                         };
                         n += 1;
-                        let request = signed(&args.url, &signer, &id, &body);
+                        let request = signed(&args.url, &*signer, &id, &body);
                         let started = Instant::now();
                         match send(&client, request).await {
                             Ok(status) if (200..300).contains(&status) => tally
@@ -175,7 +198,12 @@ fn main() -> Result<(), BoxErr> {
 }
 
 /// Signs a delivery of `body` as `id` at the current time.
-fn signed(url: &Uri, signer: &StandardSigner, id: &str, body: &Bytes) -> Request<Full<Bytes>> {
+fn signed(
+    url: &Uri,
+    signer: &(dyn hookbox_core::Signer + Send + Sync),
+    id: &str,
+    body: &Bytes,
+) -> Request<Full<Bytes>> {
     let now = hookbox_core::time::OffsetDateTime::now_utc().unix_timestamp();
     let mut request = Request::new(Full::new(body.clone()));
     *request.method_mut() = Method::POST;
@@ -227,9 +255,9 @@ fn report(args: &Args, tallies: Vec<Tally>, elapsed: Duration) -> Result<(), Box
             .map_or(0.0, |us| *us as f64 / 1000.0)
     };
     let kind = match (args.duplicates, args.rate) {
-        (true, _) => "duplicates".to_string(),
-        (false, Some(rate)) => format!("fresh at an offered {rate:.0}/s"),
-        (false, None) => "fresh".to_string(),
+        (true, _) => format!("{} duplicates", args.provider),
+        (false, Some(rate)) => format!("{} fresh at an offered {rate:.0}/s", args.provider),
+        (false, None) => format!("{} fresh", args.provider),
     };
     let others: Vec<String> = refused
         .iter()
@@ -260,9 +288,11 @@ fn report(args: &Args, tallies: Vec<Tally>, elapsed: Duration) -> Result<(), Box
     Ok(())
 }
 
-/// A JSON event padded to `size` bytes (at least its fixed part).
+/// A JSON event padded to `size` bytes (at least its fixed part), which every
+/// example's handler accepts.
 fn event_of(size: usize) -> Vec<u8> {
-    let head = r#"{"type":"invoice.paid","timestamp":"2026-12-02T12:00:00Z","data":{"id":"in_1NG8Du2eZvKYlo2C","amount_paid":2000,"currency":"usd","memo":""#;
+    // `repository.full_name` and `commits` for the GitHub example's push handler
+    let head = r#"{"type":"invoice.paid","timestamp":"2026-12-02T12:00:00Z","repository":{"full_name":"acme/load"},"commits":[{"id":"1"}],"data":{"id":"in_1NG8Du2eZvKYlo2C","amount_paid":2000,"currency":"usd","memo":""#;
     let tail = r#""}}"#;
     let pad = size.saturating_sub(head.len() + tail.len());
     format!("{head}{}{tail}", "x".repeat(pad)).into_bytes()
