@@ -144,7 +144,10 @@
 //!   SQLite's single write lock up front; a second writer waits up to the busy
 //!   timeout ([`SqliteOptions::busy_timeout`], default 5 s) and then fails with the
 //!   transient [`SqliteError::Busy`]. Deferred transactions that read first and then
-//!   write could instead fail to upgrade.
+//!   write could instead fail to upgrade. SQLite's busy handler sleeps 1, 2, 5 …
+//!   100 ms between tries and so favours newcomers: one store's `process_once`
+//!   calls take their turn in arrival order before `BEGIN` (a fair async mutex), and
+//!   a receive's own insert waits for the lock in sub-millisecond steps.
 //! - **Pool.** A small pool ([`SqliteOptions::max_connections`], default 4). A
 //!   connection whose transaction was left open (a cancelled future) is closed,
 //!   never handed out again, so its lock is released at once.

@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     pub(crate) path: std::path::PathBuf,
     /// The group-commit writer, when [`CommitMode::Grouped`].
     pub(crate) writer: Option<crate::writer::Writer>,
+    /// `process_once`'s turn at the write lock, in arrival order (see there).
+    pub(crate) inline_turn: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -97,6 +99,7 @@ impl SqliteStore {
                 options,
                 path: path.as_ref().to_path_buf(),
                 writer,
+                inline_turn: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -250,6 +253,17 @@ impl IdempotencyStore for SqliteStore {
     ) -> BoxFuture<'a, Result<Claim, ProcessError<SqliteError>>> {
         Box::pin(async move {
             let mut conn = self.connection().await.map_err(ProcessError::Store)?;
+            // one of this store's `process_once` transactions at a time, in arrival
+            // order (tokio's mutex is fair): concurrent callers otherwise queue for
+            // the write lock in SQLite's busy handler, whose sleeps grow to 100 ms,
+            // and the unlucky waited seconds behind callers that came later. Past
+            // the busy timeout (a side effect that calls `process_once` itself
+            // never gives the turn back) it goes on without the turn, and the busy
+            // handler decides as before
+            let turn = self.inner.inline_turn.lock();
+            let _turn = tokio::time::timeout(self.inner.options.busy_timeout, turn)
+                .await
+                .ok();
             // BEGIN IMMEDIATE takes the write lock up front: a concurrent copy waits
             // at BEGIN (up to the busy timeout) for this one to commit, then finds the
             // key; two deferred transactions could instead both read and then fail

@@ -313,3 +313,63 @@ async fn process_once_waits_for_the_lock_and_runs_its_side_effect_once() {
     }
     assert_waits_for_the_lock_with_the_busy_timeout(&store, &dir).await;
 }
+
+/// Concurrent `process_once` calls on one store take the write lock in the order
+/// they arrived, not in the order SQLite's busy handler happens to wake them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn process_once_callers_take_the_lock_in_arrival_order() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default()
+        .max_connections(8)
+        .busy_timeout(Duration::from_secs(5));
+    let store = Arc::new(open(&dir.db(), options).await);
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let lock = WriteLock::take(&dir.db());
+    let mut calls = Vec::new();
+    for n in 0..6 {
+        let (store, order) = (store.clone(), order.clone());
+        calls.push(tokio::spawn(async move {
+            let key = hookbox_core::DedupeKey::new("group", "standard", format!("evt_{n}"));
+            store
+                .process_once(&key, async |_conn| {
+                    order.lock().unwrap().push(n);
+                    Ok(())
+                })
+                .await
+        }));
+        // each waits at the lock before the next arrives
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    drop(lock);
+    for call in calls {
+        assert!(call.await.unwrap().is_ok());
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4, 5]);
+}
+
+/// A side effect that calls `process_once` on the same store cannot get the lock
+/// its own transaction holds: the inner call fails with the transient busy error
+/// after the busy timeout (twice over: first for the turn), and nothing hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn process_once_inside_a_side_effect_fails_instead_of_hanging() {
+    let dir = TempDir::new();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(100));
+    let store = Arc::new(open(&dir.db(), options).await);
+    let outer = hookbox_core::DedupeKey::new("group", "standard", "evt_outer");
+    let inner = hookbox_core::DedupeKey::new("group", "standard", "evt_inner");
+    let nested = tokio::time::timeout(
+        Duration::from_secs(30),
+        store.process_once(&outer, async |_conn| {
+            let err = store
+                .process_once(&inner, async |_conn| Ok(()))
+                .await
+                .expect_err("the outer transaction holds the write lock");
+            assert!(err.is_transient(), "{err}");
+            Ok(())
+        }),
+    )
+    .await
+    .expect("the nested call gave up after the busy timeout");
+    assert!(nested.is_ok(), "{nested:?}");
+}
