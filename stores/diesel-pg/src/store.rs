@@ -69,25 +69,22 @@ impl PgStore {
             check_schema(schema)?;
         }
         let pool = pool::build(url, &options)?;
-        let (writers, pool_size) = (
-            options.get_group_commit_writers(),
-            options.get_max_connections(),
-        );
-        if matches!(options.get_commit_mode(), CommitMode::Grouped(_)) && writers >= pool_size {
-            // it still works, the stages wait for each other's connections
-            tracing::warn!(
-                writers,
-                max_connections = pool_size,
-                "the group-commit writers take the whole pool; the lookup and other \
-                 callers wait for them (raise max_connections above the writers)"
-            );
-        }
         let writer = match options.get_commit_mode() {
-            CommitMode::Grouped(config) => Some(crate::writer::Writer::start(
-                pool.clone(),
-                config,
-                options.get_group_commit_writers(),
-            )),
+            CommitMode::Grouped(config) => {
+                let writers = options.get_group_commit_writers();
+                let pool_size = options.get_max_connections();
+                if writers >= pool_size {
+                    // it still works, the stages wait for each other's connections
+                    tracing::warn!(
+                        writers,
+                        max_connections = pool_size,
+                        "the group-commit writers take the whole pool; the lookup and \
+                         other callers wait for them (raise max_connections above the \
+                         writers)"
+                    );
+                }
+                Some(crate::writer::Writer::start(pool.clone(), config, writers))
+            }
             CommitMode::PerRequest => None,
         };
         let store = Self {
