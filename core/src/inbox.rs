@@ -11,12 +11,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use crate::batch::{BatchLimits, RowOutcome};
 use crate::handler::{Handler, HandlerError};
 use crate::store::{BoxFuture, IdempotencyStore, Purged, Store, StoreError};
 use crate::{DedupeKey, Delivery, KeptHeaders, VerifiedDelivery};
 
 /// A handler with its type erased, as a store receives it
-/// ([`Inbox::work_one_erased`]).
+/// ([`Inbox::work_batch_erased`]).
 pub type ErasedHandler<'a, C> = dyn for<'c> Fn(&'c mut C, &'c Delivery) -> BoxFuture<'c, Result<(), HandlerError>>
     + Send
     + Sync
@@ -79,7 +80,7 @@ impl StoredDelivery {
     }
 }
 
-/// What one [`Inbox::work_one`] call did.
+/// What one [`Inbox::work_one`] call did (a batch's rows are [`RowOutcome`]s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Worked {
     /// No row was due.
@@ -197,7 +198,8 @@ pub trait Inbox: Store {
         delivery: &'a VerifiedDelivery,
     ) -> BoxFuture<'a, Result<Received, Self::Error>>;
 
-    /// Takes one due row and runs `handler` on it in one transaction.
+    /// Takes one due row and runs `handler` on it in one transaction: a batch of
+    /// one row ([`BatchLimits::per_row`]).
     ///
     /// `handler` is an async closure or `async fn`, `async |conn, delivery| { …;
     /// Ok(()) }` (see [`Handler`]). A handler error rolls its writes back, increments
@@ -212,20 +214,60 @@ pub trait Inbox: Store {
         H: Handler<Self::Conn> + 'static,
     {
         Box::pin(async move {
-            let erased: &ErasedHandler<'_, Self::Conn> =
-                &|conn, delivery| Box::pin(handler.handle(conn, delivery));
-            self.work_one_erased(erased).await
+            let outcomes = self.work_batch(handler, BatchLimits::per_row()).await?;
+            Ok(outcomes.first().map_or(Worked::Idle, Worked::from))
         })
     }
 
-    /// [`Inbox::work_one`] with the handler's type erased: what a store implements.
+    /// Takes up to [`BatchLimits::rows`] due rows and runs `handler` on each, in one
+    /// transaction that commits once; returns what became of each row it ran (empty
+    /// when none was due).
+    ///
+    /// # Guarantees
+    /// - Each row's handler runs inside its own savepoint: a row's writes and its
+    ///   processed mark commit together or not at all.
+    /// - A handler error rolls back to that row's savepoint only; its attempt, error
+    ///   text and next due time are recorded in the same transaction and its
+    ///   neighbours commit.
+    /// - A handler that panics or outruns [`BatchLimits::timeout`] is abandoned: the
+    ///   whole transaction rolls back (its neighbours are due again, none applied)
+    ///   and the failure is recorded against that row alone.
+    /// - A failed commit, a crash or a cancelled future applies no row of the batch;
+    ///   every row is due again (where the store leases rows, when its lease ends).
     ///
     /// # Errors
-    /// As [`Inbox::work_one`].
-    fn work_one_erased<'a>(
+    /// The database failed; no row of the batch was applied.
+    fn work_batch<'a, H>(
+        &'a self,
+        handler: &'a H,
+        limits: BatchLimits,
+    ) -> BoxFuture<'a, Result<Vec<RowOutcome>, Self::Error>>
+    where
+        H: Handler<Self::Conn> + 'static,
+    {
+        Box::pin(async move {
+            let erased: &ErasedHandler<'_, Self::Conn> =
+                &|conn, delivery| Box::pin(handler.handle(conn, delivery));
+            self.work_batch_erased(erased, limits).await
+        })
+    }
+
+    /// [`Inbox::work_batch`] with the handler's type erased: what a store implements.
+    ///
+    /// # Errors
+    /// As [`Inbox::work_batch`].
+    fn work_batch_erased<'a>(
         &'a self,
         handler: &'a ErasedHandler<'a, Self::Conn>,
-    ) -> BoxFuture<'a, Result<Worked, Self::Error>>;
+        limits: BatchLimits,
+    ) -> BoxFuture<'a, Result<Vec<RowOutcome>, Self::Error>>;
+
+    /// Returns how many batches a worker runs at once on this store unless told
+    /// otherwise ([`WorkerOptions::concurrency`](crate::WorkerOptions)): 1 unless
+    /// the store can run batches side by side.
+    fn worker_concurrency(&self) -> u32 {
+        1
+    }
 
     /// Returns one row by id.
     ///
@@ -282,11 +324,16 @@ macro_rules! forward_inbox {
                 (**self).receive(delivery)
             }
 
-            fn work_one_erased<'a>(
+            fn work_batch_erased<'a>(
                 &'a self,
                 handler: &'a ErasedHandler<'a, Self::Conn>,
-            ) -> BoxFuture<'a, Result<Worked, Self::Error>> {
-                (**self).work_one_erased(handler)
+                limits: BatchLimits,
+            ) -> BoxFuture<'a, Result<Vec<RowOutcome>, Self::Error>> {
+                (**self).work_batch_erased(handler, limits)
+            }
+
+            fn worker_concurrency(&self) -> u32 {
+                (**self).worker_concurrency()
             }
 
             fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>> {

@@ -43,10 +43,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod batch;
 mod clock;
 mod commit;
 mod delivery;
 mod error;
+#[cfg(feature = "worker")]
+mod guard;
 mod handler;
 mod headers;
 mod inbox;
@@ -63,6 +66,7 @@ mod text;
 #[cfg(feature = "worker")]
 mod worker;
 
+pub use batch::{BatchLimits, RowFailure, RowOutcome, RowResult};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use commit::{CommitMode, GroupCommit, GroupCommitStats, InFlight, ReceivesInFlight};
 pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
@@ -89,7 +93,9 @@ pub use store::{
 };
 pub use text::DeliveryText;
 #[cfg(feature = "worker")]
-pub use worker::{WorkerReport, run_worker};
+pub use guard::{Abandoned, GuardedRun, run_guarded};
+#[cfg(feature = "worker")]
+pub use worker::{WorkerOptions, WorkerReport, run_worker, run_worker_with};
 
 // re-exported so provider crates and users build headers and bodies with one version
 pub use bytes;

@@ -1,15 +1,28 @@
-//! The inbox and its worker: `FOR UPDATE SKIP LOCKED`, the handler in a savepoint.
+//! The inbox and its worker: `FOR UPDATE SKIP LOCKED`, a batch per transaction,
+//! each handler in a savepoint.
+//!
+//! A batch locks up to N due rows with `FOR UPDATE SKIP LOCKED` (other workers skip
+//! them, so batches run side by side), runs each handler inside its own savepoint,
+//! records each failure, marks the processed rows in one statement and commits once.
+//! A worker that dies mid-batch releases its rows with its connection: nothing of
+//! the batch committed, and every row is due again at once. A handler that panics or
+//! outruns its row timeout is abandoned: the batch rolls back (its connection is
+//! closed, never reused), and a second transaction records the failure against that
+//! row alone.
+
+use std::time::Instant;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::{
-    BoxFuture, DedupeKey, ErasedHandler, HandlerError, Inbox, InboxFilter, InboxStats, KeptHeaders,
-    LegacyText, Received, StoredDelivery, VerifiedDelivery, Worked, error_chain,
+    Abandoned, BatchLimits, BoxFuture, DedupeKey, ErasedHandler, GuardedRun, Inbox, InboxFilter,
+    InboxStats, KeptHeaders, LegacyText, Received, RetryPolicy, RowFailure, RowOutcome, RowResult,
+    StoredDelivery, VerifiedDelivery, error_chain, run_guarded,
 };
 use time::OffsetDateTime;
 
-use crate::error::{PgError, TxError};
+use crate::error::PgError;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
 use crate::watch::statement_failed;
@@ -39,6 +52,17 @@ struct InboxRow {
 }
 
 impl InboxRow {
+    /// Returns the row's key (its stored scope as the source) and event type, for a
+    /// worker's report on a row it could not read back.
+    fn facts(&self) -> (DedupeKey, Option<String>) {
+        let key = DedupeKey::new(
+            self.source.clone(),
+            self.provider.clone(),
+            self.delivery_id.clone(),
+        );
+        (key, self.event_type.clone())
+    }
+
     fn into_delivery(self) -> Result<StoredDelivery, PgError> {
         let corrupt = |source: Box<dyn std::error::Error + Send + Sync>| PgError::Corrupt {
             id: self.id,
@@ -78,10 +102,196 @@ impl InboxRow {
     }
 }
 
-/// What happened to the row a worker took, decided inside its transaction.
-enum Outcome {
-    Processed,
-    Failed { attempts: u32, dead: bool },
+/// How a batch's transaction ended without committing.
+enum BatchTxError {
+    Db(diesel::result::Error),
+    /// A handler panicked or outran its timeout.
+    Abandoned {
+        row: Box<StoredDelivery>,
+        reason: Abandoned,
+    },
+}
+
+impl From<diesel::result::Error> for BatchTxError {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+/// How one row's savepoint ended, when its handler did not succeed.
+enum RowTxError {
+    Db(diesel::result::Error),
+    /// The handler returned `Ok` after one of its statements failed: releasing the
+    /// savepoint would fail and stop the worker, so the row fails instead, visibly.
+    StatementFailed,
+    Handler(GuardedRun),
+}
+
+impl From<diesel::result::Error> for RowTxError {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+/// What a batch's connection did.
+enum Batch {
+    Committed(Vec<RowOutcome>),
+    Abandoned {
+        row: Box<StoredDelivery>,
+        reason: Abandoned,
+    },
+}
+
+impl PgStore {
+    /// The batch transaction (see the module docs).
+    async fn run_batch(
+        conn: &mut AsyncPgConnection,
+        handler: &ErasedHandler<'_, AsyncPgConnection>,
+        limits: BatchLimits,
+        retry: &RetryPolicy,
+    ) -> Result<Batch, PgError> {
+        let batch = conn
+            .transaction(async |conn| -> Result<Vec<RowOutcome>, BatchTxError> {
+                // rows locked by other workers are skipped, not waited for; a worker
+                // that dies mid-transaction releases its rows with its connection
+                let rows = inbox::table
+                    .filter(inbox::processed_at.is_null())
+                    .filter(inbox::dead_at.is_null())
+                    .filter(inbox::next_attempt_at.le(diesel::dsl::now))
+                    .order((inbox::next_attempt_at.asc(), inbox::id.asc()))
+                    .limit(i64::from(limits.rows()))
+                    .for_update()
+                    .skip_locked()
+                    .select(InboxRow::as_select())
+                    .load(conn)
+                    .await?;
+                let started = Instant::now();
+                let mut outcomes = Vec::with_capacity(rows.len());
+                let mut processed = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
+                        // the rest stay due; their locks go with the commit
+                        break;
+                    }
+                    let (id, attempts) = (row.id, row.attempts);
+                    let (key, event_type) = row.facts();
+                    let failure = match row.into_delivery() {
+                        Ok(stored) => match run_row(conn, handler, &stored, limits).await {
+                            Ok(()) => {
+                                processed.push(id);
+                                outcomes.push(RowOutcome::processed(&stored));
+                                continue;
+                            }
+                            Err(RowTxError::Db(err)) => return Err(err.into()),
+                            Err(RowTxError::Handler(GuardedRun::Abandoned(reason))) => {
+                                return Err(BatchTxError::Abandoned {
+                                    row: Box::new(stored),
+                                    reason,
+                                });
+                            }
+                            // the whole cause chain: what an operator reads
+                            Err(RowTxError::Handler(GuardedRun::Failed(err))) => format!("{err:#}"),
+                            Err(RowTxError::StatementFailed) => PgError::StatementFailed.to_string(),
+                            Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
+                                unreachable!("a succeeded run is Ok")
+                            }
+                        },
+                        // an unreadable row fails like a handler would, so it ends as a
+                        // dead letter instead of blocking the rows behind it
+                        Err(err) => error_chain(&err),
+                    };
+                    let attempts = u32::try_from(attempts).unwrap_or(0).saturating_add(1);
+                    let delay = retry.next_delay(attempts);
+                    let dead = retry.is_dead(attempts);
+                    record_failure(conn, id, attempts, &failure, delay, dead).await?;
+                    let next = OffsetDateTime::now_utc() + delay;
+                    let failure = RowFailure::new(attempts, retry, failure, next);
+                    outcomes.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                }
+                if !processed.is_empty() {
+                    diesel::update(inbox::table.filter(inbox::id.eq_any(&processed)))
+                        .set(inbox::processed_at.eq(diesel::dsl::now))
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(outcomes)
+            })
+            .await;
+        match batch {
+            Ok(outcomes) => Ok(Batch::Committed(outcomes)),
+            Err(BatchTxError::Abandoned { row, reason }) => Ok(Batch::Abandoned { row, reason }),
+            Err(BatchTxError::Db(err)) => Err(PgError::query(err)),
+        }
+    }
+
+    /// After an abandoned handler: records its failure against its row alone, in a
+    /// transaction of its own (the batch's connection was closed, so the server
+    /// rolled the batch back and released its rows).
+    async fn record_abandoned(
+        &self,
+        row: &StoredDelivery,
+        reason: &Abandoned,
+        retry: &RetryPolicy,
+    ) -> Result<RowOutcome, PgError> {
+        use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+
+        #[derive(QueryableByName)]
+        struct Attempts {
+            #[diesel(sql_type = Nullable<Integer>)]
+            attempts: Option<i32>,
+        }
+
+        let attempts = row.attempts.saturating_add(1);
+        let delay = retry.next_delay(attempts);
+        let error = reason.to_string();
+        let recorded = self
+            .with_connection(async |conn| {
+                diesel::sql_query(
+                    "UPDATE hookbox_inbox SET attempts = attempts + 1, last_error = $2, \
+                       next_attempt_at = now() + $3 * interval '1 microsecond', \
+                       dead_at = CASE WHEN attempts + 1 >= $4 THEN now() END \
+                     WHERE id = $1 AND processed_at IS NULL AND dead_at IS NULL \
+                     RETURNING attempts",
+                )
+                .bind::<BigInt, _>(row.id)
+                .bind::<Text, _>(&error)
+                .bind::<BigInt, _>(i64::try_from(delay.as_micros()).unwrap_or(i64::MAX))
+                .bind::<Integer, _>(i32::try_from(retry.max_attempts).unwrap_or(i32::MAX))
+                .get_results::<Attempts>(conn)
+                .await
+                .map_err(PgError::query)
+            })
+            .await?;
+        // another worker may have applied the row meanwhile: then nothing changed
+        let attempts = recorded
+            .into_iter()
+            .next()
+            .and_then(|r| r.attempts)
+            .map_or(attempts, |n| u32::try_from(n).unwrap_or(0));
+        let next = OffsetDateTime::now_utc() + delay;
+        Ok(RowOutcome::failed(
+            row,
+            RowFailure::new(attempts, retry, error, next),
+        ))
+    }
+}
+
+/// Runs `handler` on one row inside a savepoint of the batch's transaction.
+async fn run_row(
+    conn: &mut AsyncPgConnection,
+    handler: &ErasedHandler<'_, AsyncPgConnection>,
+    row: &StoredDelivery,
+    limits: BatchLimits,
+) -> Result<(), RowTxError> {
+    let delivery = row.delivery();
+    conn.transaction(async |conn| -> Result<(), RowTxError> {
+        match run_guarded(handler, conn, &delivery, limits.timeout()).await {
+            GuardedRun::Succeeded if statement_failed(conn) => Err(RowTxError::StatementFailed),
+            GuardedRun::Succeeded => Ok(()),
+            other => Err(RowTxError::Handler(other)),
+        }
+    })
+    .await
 }
 
 impl Inbox for PgStore {
@@ -116,90 +326,32 @@ impl Inbox for PgStore {
         })
     }
 
-    fn work_one_erased<'a>(
+    fn work_batch_erased<'a>(
         &'a self,
         handler: &'a ErasedHandler<'a, AsyncPgConnection>,
-    ) -> BoxFuture<'a, Result<Worked, PgError>> {
+        limits: BatchLimits,
+    ) -> BoxFuture<'a, Result<Vec<RowOutcome>, PgError>> {
         let retry = self.inner.options.get_retry();
-        Box::pin(self.with_connection(async move |conn| {
-            let worked = conn
-                .transaction(async move |conn| -> Result<Worked, TxError<PgError>> {
-                    // rows locked by other workers are skipped, not waited for; a
-                    // worker that dies mid-transaction releases its row with its
-                    // connection
-                    let row = inbox::table
-                        .filter(inbox::processed_at.is_null())
-                        .filter(inbox::dead_at.is_null())
-                        .filter(inbox::next_attempt_at.le(diesel::dsl::now))
-                        .order((inbox::next_attempt_at.asc(), inbox::id.asc()))
-                        .limit(1)
-                        .for_update()
-                        .skip_locked()
-                        .select(InboxRow::as_select())
-                        .first(conn)
-                        .await
-                        .optional()?;
-                    let Some(row) = row else {
-                        return Ok(Worked::Idle);
-                    };
-                    let (id, attempts) = (row.id, row.attempts);
-                    let failure = match row.into_delivery() {
-                        // the handler runs in a savepoint: its writes roll back on
-                        // failure while the row stays locked for the bookkeeping
-                        Ok(stored) => conn
-                            .transaction(async |conn| -> Result<(), TxError<HandlerError>> {
-                                let delivery = stored.delivery();
-                                handler(conn, &delivery).await.map_err(TxError::User)?;
-                                if statement_failed(conn) {
-                                    // releasing the savepoint would fail and stop the
-                                    // worker; fail the row instead, visibly
-                                    return Err(TxError::StatementFailed);
-                                }
-                                Ok(())
-                            })
-                            .await
-                            .map_err(|err| match err {
-                                // the whole cause chain: what an operator reads
-                                TxError::User(err) => Ok(format!("{err:#}")),
-                                TxError::StatementFailed => {
-                                    Ok(PgError::StatementFailed.to_string())
-                                }
-                                TxError::Db(err) => Err(err),
-                            })
-                            .err(),
-                        // an unreadable row fails like a handler would, so it ends as
-                        // a dead letter instead of blocking the rows behind it
-                        Err(err) => Some(Ok(error_chain(&err))),
-                    };
-                    let outcome = match failure {
-                        None => {
-                            diesel::update(inbox::table.find(id))
-                                .set(inbox::processed_at.eq(diesel::dsl::now))
-                                .execute(conn)
-                                .await?;
-                            Outcome::Processed
-                        }
-                        Some(Err(db)) => return Err(TxError::Db(db)),
-                        Some(Ok(message)) => {
-                            let attempts = u32::try_from(attempts).unwrap_or(0).saturating_add(1);
-                            let dead = retry.is_dead(attempts);
-                            let delay = retry.next_delay(attempts);
-                            record_failure(conn, id, attempts, &message, delay, dead).await?;
-                            Outcome::Failed { attempts, dead }
-                        }
-                    };
-                    Ok(match outcome {
-                        Outcome::Processed => Worked::Processed { id },
-                        Outcome::Failed { attempts, dead } => Worked::Failed { id, attempts, dead },
-                    })
-                })
-                .await;
-            worked.map_err(|err| match err {
-                TxError::Db(err) => PgError::query(err),
-                TxError::StatementFailed => PgError::StatementFailed,
-                TxError::User(err) => err,
-            })
-        }))
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let batch = conn
+                .run(async |conn| Self::run_batch(conn, handler, limits, &retry).await)
+                .await?;
+            match batch {
+                Batch::Committed(outcomes) => Ok(outcomes),
+                Batch::Abandoned { row, reason } => {
+                    // the abandoned handler may have left the connection mid-statement
+                    // or inside transactions of its own: close it, so the server rolls
+                    // the batch back and releases its rows now
+                    drop(conn.detach());
+                    Ok(vec![self.record_abandoned(&row, &reason, &retry).await?])
+                }
+            }
+        })
+    }
+
+    fn worker_concurrency(&self) -> u32 {
+        self.inner.options.get_worker_concurrency()
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgError>> {

@@ -215,7 +215,7 @@ mod watch;
 mod writer;
 
 pub use error::PgError;
-pub use options::{DEFAULT_GROUP_COMMIT_WRITERS, PgOptions};
+pub use options::{DEFAULT_GROUP_COMMIT_WRITERS, DEFAULT_WORKER_CONCURRENCY, PgOptions};
 pub use pool::PooledConnection;
 pub use store::PgStore;
 pub use tls::SslMode;

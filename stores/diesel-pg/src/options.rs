@@ -32,11 +32,16 @@ pub struct PgOptions {
     tls_roots: Option<RootsPem>,
     commit: CommitMode,
     group_writers: usize,
+    worker_concurrency: u32,
 }
 
 /// Writer tasks of a grouped store by default: batches on the wire while the next
 /// ones gather. See [`PgOptions::group_commit_writers`].
 pub const DEFAULT_GROUP_COMMIT_WRITERS: usize = 4;
+
+/// Batches a worker runs side by side by default (`SKIP LOCKED` keeps them on
+/// different rows). See [`PgOptions::worker_concurrency`].
+pub const DEFAULT_WORKER_CONCURRENCY: u32 = 2;
 
 /// Root certificates in PEM, shown by their size only.
 #[derive(Clone)]
@@ -60,6 +65,7 @@ impl Default for PgOptions {
             tls_roots: None,
             commit: CommitMode::default(),
             group_writers: DEFAULT_GROUP_COMMIT_WRITERS,
+            worker_concurrency: DEFAULT_WORKER_CONCURRENCY,
         }
     }
 }
@@ -114,6 +120,19 @@ impl PgOptions {
     /// Returns how many writer tasks a grouped store runs.
     pub fn get_group_commit_writers(&self) -> usize {
         self.group_writers
+    }
+
+    /// Sets how many batches `run_worker` runs at once on this store unless its
+    /// `WorkerOptions` say otherwise (default 2, at least 1). Each running batch
+    /// holds one pooled connection for its transaction.
+    pub fn worker_concurrency(mut self, batches: u32) -> Self {
+        self.worker_concurrency = batches.max(1);
+        self
+    }
+
+    /// Returns how many batches a worker runs at once by default.
+    pub fn get_worker_concurrency(&self) -> u32 {
+        self.worker_concurrency
     }
 
     /// Sets the most connections the pool opens (default 8, at least 1).

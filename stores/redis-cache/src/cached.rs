@@ -10,7 +10,7 @@ use hookbox_core::{
     Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedHandler, ErasedSideEffect,
     IdempotencyStore, Inbox, InboxFilter, InboxStats, ProcessError, Purged, Received,
     RetentionPolicy, Store, StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
-    Worked,
+    BatchLimits, RowOutcome,
 };
 use redis::aio::ConnectionManager;
 
@@ -514,11 +514,16 @@ impl<S: Inbox> Inbox for Cached<S> {
         })
     }
 
-    fn work_one_erased<'a>(
+    fn work_batch_erased<'a>(
         &'a self,
         handler: &'a ErasedHandler<'a, S::Conn>,
-    ) -> BoxFuture<'a, Result<Worked, S::Error>> {
-        self.inner.work_one_erased(handler)
+        limits: BatchLimits,
+    ) -> BoxFuture<'a, Result<Vec<RowOutcome>, S::Error>> {
+        self.inner.work_batch_erased(handler, limits)
+    }
+
+    fn worker_concurrency(&self) -> u32 {
+        self.inner.worker_concurrency()
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, S::Error>> {

@@ -1,21 +1,28 @@
-//! The inbox and its worker on SQLite: a lease per row instead of `SKIP LOCKED`.
+//! The inbox and its worker on SQLite: a lease per batch instead of `SKIP LOCKED`.
 //!
-//! [`Inbox::work_one`] runs two `BEGIN IMMEDIATE` transactions:
+//! [`Inbox::work_batch`] runs two `BEGIN IMMEDIATE` transactions:
 //!
-//! 1. **lease** (short): pick the first due row that no live lease holds, count the
-//!    attempt, and write a random `lease_token` with `leased_until = now + lease`.
-//!    Other workers, in this process or another one on the same file, skip it until
-//!    the lease expires.
-//! 2. **work**: check the token is still ours, run the handler inside a savepoint,
-//!    then either set `processed_at` (and un-count the attempt) or roll the savepoint
-//!    back and record the failure; clear the lease; commit. If the lease ran out
-//!    while this worker waited for the lock and another worker took the row, the
-//!    handler does not run and `work_one` reports [`Worked::Idle`].
+//! 1. **lease** (short, one trip to the blocking pool): pick up to N due rows that
+//!    no live lease holds, count their attempt, and write a random `lease_token`
+//!    with `leased_until = now + lease`. Other workers, in this process or another
+//!    one on the same file, skip them until the lease expires.
+//! 2. **work**: read which of them the token still holds, run each handler inside
+//!    its own savepoint, then either mark the row processed (un-counting the
+//!    attempt) or roll the savepoint back and record the failure; once the batch's
+//!    time budget is spent, start no further row and release the rest (due again at
+//!    once, attempt un-counted); commit once. The write lock is held from the first
+//!    handler to the commit, so the budget bounds how long the edge's inserts wait.
 //!
 //! The attempt is counted at lease time, so a poison event that kills the whole
-//! process still reaches the dead-letter limit: each crash leaves an expired lease
-//! (counted), and when the next worker finds an expired lease on a row already at
-//! the limit it dead-letters the row instead of running it again.
+//! process still reaches the dead-letter limit: each crash leaves expired leases
+//! (counted), and a row found with an expired lease is taken alone, never in a
+//! batch, so a row that kills its worker is charged its own attempts and its
+//! neighbours run without it. When the next worker finds an expired lease on a row
+//! already at the limit it dead-letters the row instead of running it again.
+//!
+//! A handler that panics or outruns its row timeout is abandoned: the work
+//! transaction rolls back (its connection is closed, never reused), and a third
+//! transaction records the failure against that row and releases the others.
 
 use std::time::{Duration, Instant};
 
@@ -25,12 +32,12 @@ use diesel::sqlite::SqliteConnection;
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _, SimpleAsyncConnection as _};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BoxFuture, ErasedHandler, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
-    VerifiedDelivery, Worked,
+    Abandoned, BatchLimits, BoxFuture, ErasedHandler, GuardedRun, Inbox, InboxFilter, InboxStats,
+    Received, RetryPolicy, RowFailure, RowOutcome, StoredDelivery, VerifiedDelivery, run_guarded,
 };
 
 use crate::connect::Conn;
-use crate::error::{SqliteError, TxError};
+use crate::error::SqliteError;
 use crate::options::SqliteOptions;
 use crate::pool::PooledConnection;
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
@@ -41,15 +48,45 @@ use crate::writer::{InboxInsert, received};
 /// `last_error` for an attempt whose worker stopped before it finished.
 const INTERRUPTED: &str = "the worker stopped before finishing this row (crash, kill or cancelled future); its lease expired";
 
-/// What the lease transaction found.
-enum Lease {
-    /// No row is due.
-    Idle,
-    /// The row is ours until the lease expires.
-    Taken(Box<StoredDelivery>),
-    /// The row was dead-lettered without running (its earlier attempts all died
-    /// with their worker, or it cannot be read back).
-    Dead { id: i64, attempts: u32 },
+/// What the lease transaction took.
+#[derive(Default)]
+struct Leased {
+    /// The rows this worker now holds, in due order.
+    rows: Vec<StoredDelivery>,
+    /// Rows dead-lettered without running: every attempt so far died with its
+    /// worker, or the row cannot be read back.
+    dead: Vec<RowOutcome>,
+}
+
+/// How a work transaction ended without committing its handlers' writes.
+enum BatchTxError {
+    Db(diesel::result::Error),
+    /// The handler of `rows[index]` panicked or outran its timeout.
+    Abandoned { index: usize, reason: Abandoned },
+}
+
+impl From<diesel::result::Error> for BatchTxError {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+/// How one row's savepoint ended, when its handler did not succeed.
+enum RowTxError {
+    Db(diesel::result::Error),
+    Handler(GuardedRun),
+}
+
+impl From<diesel::result::Error> for RowTxError {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+/// What a work transaction did.
+enum Work {
+    Committed(Vec<RowOutcome>),
+    Abandoned { index: usize, reason: Abandoned },
 }
 
 #[derive(diesel::QueryableByName)]
@@ -76,78 +113,231 @@ fn now() -> i64 {
 
 impl SqliteStore {
     /// The lease transaction (see the module docs), in one trip to tokio's blocking
-    /// pool: it runs no user code, so its four statements need not cross between
-    /// threads one by one, and the write lock is held for less time.
-    async fn take_lease(&self, conn: &mut Conn, token: i64) -> Result<Lease, SqliteError> {
+    /// pool: it runs no user code, so its statements need not cross between threads
+    /// one by one, and the write lock is held for less time.
+    async fn take_leases(
+        &self,
+        conn: &mut Conn,
+        token: i64,
+        max_rows: u32,
+    ) -> Result<Leased, SqliteError> {
         let retry = self.inner.options.retry;
         let lease = duration_micros(self.inner.options.lease);
         conn.spawn_blocking(move |conn: &mut SqliteConnection| {
-            Ok(conn.immediate_transaction(|conn| lease::take_lease_on(conn, token, retry, lease)))
+            Ok(conn.immediate_transaction(|conn| {
+                lease::take_leases_on(conn, token, &retry, lease, max_rows)
+            }))
         })
         .await
         .map_err(SqliteError::from_diesel)?
     }
 
     /// The work transaction (see the module docs).
-    async fn run_handler(
+    async fn run_batch(
         &self,
         conn: &mut Conn,
         token: i64,
-        row: &StoredDelivery,
+        rows: &[StoredDelivery],
         handler: &ErasedHandler<'_, Conn>,
-    ) -> Result<Worked, SqliteError> {
+        limits: BatchLimits,
+    ) -> Result<Work, SqliteError> {
         let retry = self.inner.options.retry;
-        let id = row.id;
-        // the failure this attempt would be, counted at lease time
-        let attempts = row.attempts + 1;
-        // the view an inline handler gets too, with this attempt's number
-        let delivery = row.delivery();
-        conn.immediate_transaction(async |conn: &mut Conn| -> Result<Worked, SqliteError> {
-            // the lease may have run out while this worker waited for the write
-            // lock, and another worker taken the row: then it is not ours to run
-            let ours = diesel::sql_query(sql::LEASE_IS_OURS)
-                .bind::<BigInt, _>(id)
-                .bind::<BigInt, _>(token)
-                .get_result::<Count>(conn)
-                .await?;
-            if ours.count == 0 {
-                return Ok(Worked::Idle);
-            }
-            // a savepoint: a handler error rolls back the handler's writes only, and
-            // the failure is recorded in the same transaction as the lease release
-            let handled = conn
-                .transaction(async |conn: &mut Conn| {
-                    handler(conn, &delivery).await.map_err(TxError::User)
-                })
-                .await;
-            let now = now();
-            match handled {
-                Ok(()) => {
-                    diesel::sql_query(sql::MARK_PROCESSED)
-                        .bind::<BigInt, _>(now)
-                        .bind::<BigInt, _>(id)
+        let worked = conn
+            .immediate_transaction(async |conn: &mut Conn| -> Result<_, BatchTxError> {
+                let started = Instant::now();
+                // a lease may have run out while this worker waited for the write
+                // lock, and another worker taken the row: then it is not ours to run
+                let ours: Vec<i64> = diesel::sql_query(sql::LEASED_TO)
+                    .bind::<BigInt, _>(token)
+                    .load::<Count>(conn)
+                    .await?
+                    .into_iter()
+                    .map(|row| row.count)
+                    .collect();
+                let mut outcomes = Vec::with_capacity(rows.len());
+                let mut processed = Vec::with_capacity(rows.len());
+                for (index, row) in rows.iter().enumerate() {
+                    if !ours.contains(&row.id) {
+                        continue;
+                    }
+                    if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
+                        // the rest are released below, due again at once
+                        break;
+                    }
+                    // the view an inline handler gets too, with this attempt's number
+                    let delivery = row.delivery();
+                    // a savepoint: a handler error rolls back the handler's writes
+                    // only, and the failure is recorded in this transaction
+                    let ran = conn
+                        .transaction(async |conn: &mut Conn| -> Result<(), RowTxError> {
+                            match run_guarded(handler, conn, &delivery, limits.timeout()).await {
+                                GuardedRun::Succeeded => Ok(()),
+                                other => Err(RowTxError::Handler(other)),
+                            }
+                        })
+                        .await;
+                    match ran {
+                        Ok(()) => {
+                            processed.push(row.id);
+                            outcomes.push(RowOutcome::processed(row));
+                        }
+                        Err(RowTxError::Db(err)) => return Err(err.into()),
+                        Err(RowTxError::Handler(GuardedRun::Abandoned(reason))) => {
+                            return Err(BatchTxError::Abandoned { index, reason });
+                        }
+                        Err(RowTxError::Handler(GuardedRun::Failed(err))) => {
+                            // the whole cause chain: what an operator needs to see
+                            let failure = record_failure(conn, row, token, &retry, format!("{err:#}"))
+                                .await?;
+                            outcomes.push(RowOutcome::failed(row, failure));
+                        }
+                        Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
+                            unreachable!("a succeeded run is Ok")
+                        }
+                    }
+                }
+                if !processed.is_empty() {
+                    diesel::sql_query(format!("{}{}", sql::MARK_PROCESSED, sql::id_list(processed)))
+                        .bind::<BigInt, _>(now())
+                        .bind::<BigInt, _>(token)
                         .execute(conn)
                         .await?;
-                    Ok(Worked::Processed { id })
                 }
-                Err(TxError::User(err)) => {
-                    let dead = retry.is_dead(attempts);
-                    let next = now.saturating_add(duration_micros(retry.next_delay(attempts)));
-                    diesel::sql_query(sql::RECORD_FAILURE)
-                        // the whole cause chain: what an operator needs to see
-                        .bind::<Text, _>(format!("{err:#}"))
-                        .bind::<BigInt, _>(next)
-                        .bind::<Nullable<BigInt>, _>(dead.then_some(now))
-                        .bind::<BigInt, _>(id)
-                        .execute(conn)
-                        .await?;
-                    Ok(Worked::Failed { id, attempts, dead })
-                }
-                Err(TxError::Db(err)) => Err(SqliteError::from_diesel(err)),
-            }
-        })
-        .await
+                release_leases(conn, token).await?;
+                Ok(outcomes)
+            })
+            .await;
+        match worked {
+            Ok(outcomes) => Ok(Work::Committed(outcomes)),
+            Err(BatchTxError::Abandoned { index, reason }) => Ok(Work::Abandoned { index, reason }),
+            Err(BatchTxError::Db(err)) => Err(SqliteError::from_diesel(err)),
+        }
     }
+
+    /// After an abandoned handler: records its failure against its row and releases
+    /// the batch's other rows, on a connection of its own (the work transaction's
+    /// was closed with the transaction open, so SQLite rolled it back).
+    async fn record_abandoned(
+        &self,
+        token: i64,
+        row: &StoredDelivery,
+        reason: &Abandoned,
+    ) -> Result<RowOutcome, SqliteError> {
+        let retry = self.inner.options.retry;
+        let deadline = Instant::now() + self.inner.options.busy_timeout;
+        let mut conn = self.connection().await?;
+        loop {
+            let recorded = conn
+                .immediate_transaction(async |conn: &mut Conn| -> Result<_, diesel::result::Error> {
+                    let failure =
+                        record_failure(conn, row, token, &retry, reason.to_string()).await?;
+                    release_leases(conn, token).await?;
+                    Ok(failure)
+                })
+                .await
+                .map_err(SqliteError::from_diesel);
+            match recorded {
+                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
+                recorded => return recorded.map(|failure| RowOutcome::failed(row, failure)),
+            }
+        }
+    }
+
+    /// `work_batch` on a relaxed connection: the lease transaction, then the work
+    /// transaction, each retried while another connection holds the write lock.
+    async fn lease_and_run(
+        &self,
+        conn: &mut Conn,
+        token: i64,
+        handler: &ErasedHandler<'_, Conn>,
+        limits: BatchLimits,
+    ) -> Result<Batch, SqliteError> {
+        let deadline = Instant::now() + self.inner.options.busy_timeout;
+        let leased = loop {
+            match self.take_leases(conn, token, limits.rows()).await {
+                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
+                leased => break leased?,
+            }
+        };
+        let mut batch = Batch {
+            outcomes: leased.dead,
+            abandoned: None,
+        };
+        if leased.rows.is_empty() {
+            return Ok(batch);
+        }
+        loop {
+            // a refused `BEGIN IMMEDIATE` ran nothing; the handlers run only once
+            // the lock is held, and what they did is rolled back with any error
+            match self.run_batch(conn, token, &leased.rows, handler, limits).await {
+                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
+                Err(err) => {
+                    // nothing of the batch committed: hand its rows back now rather
+                    // than when their lease expires (if this fails too, they come
+                    // back then)
+                    let _ = conn
+                        .immediate_transaction(async |conn: &mut Conn| {
+                            release_leases(conn, token).await
+                        })
+                        .await;
+                    return Err(err);
+                }
+                Ok(Work::Committed(done)) => {
+                    batch.outcomes.extend(done);
+                    return Ok(batch);
+                }
+                Ok(Work::Abandoned { index, reason }) => {
+                    let mut rows = leased.rows;
+                    batch.abandoned = Some((rows.swap_remove(index), reason));
+                    return Ok(batch);
+                }
+            }
+        }
+    }
+}
+
+/// What `lease_and_run` did.
+struct Batch {
+    /// Rows whose outcome is committed.
+    outcomes: Vec<RowOutcome>,
+    /// The row whose handler was abandoned, when one was: nothing of the work
+    /// transaction committed, and its connection must not be reused.
+    abandoned: Option<(StoredDelivery, Abandoned)>,
+}
+
+/// Records the failure of `row`'s handler while `token` holds it: the error, the next
+/// attempt by `retry` (or a dead letter at the limit), the lease cleared. The
+/// attempt was counted when the row was leased.
+async fn record_failure(
+    conn: &mut Conn,
+    row: &StoredDelivery,
+    token: i64,
+    retry: &RetryPolicy,
+    error: String,
+) -> Result<RowFailure, diesel::result::Error> {
+    let attempts = row.attempts + 1;
+    let now = OffsetDateTime::now_utc();
+    let next = now + retry.next_delay(attempts);
+    let failure = RowFailure::new(attempts, retry, error, next);
+    diesel::sql_query(sql::RECORD_FAILURE)
+        .bind::<Text, _>(&failure.error)
+        .bind::<BigInt, _>(micros(next))
+        .bind::<Nullable<BigInt>, _>(failure.dead.then_some(micros(now)))
+        .bind::<BigInt, _>(row.id)
+        .bind::<BigInt, _>(token)
+        .execute(conn)
+        .await?;
+    Ok(failure)
+}
+
+/// Hands back every row `token` still holds: due now, the attempt un-counted.
+async fn release_leases(conn: &mut Conn, token: i64) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(sql::RELEASE_LEASES)
+        .bind::<BigInt, _>(now())
+        .bind::<BigInt, _>(token)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 impl SqliteStore {
@@ -175,42 +365,6 @@ impl SqliteStore {
             conn.discard();
         }
         outcome.map_err(SqliteError::from)
-    }
-
-    /// `work_one` on a relaxed connection: the lease transaction, then the work
-    /// transaction, each retried while another connection holds the write lock.
-    async fn lease_and_run(
-        &self,
-        conn: &mut Conn,
-        handler: &ErasedHandler<'_, Conn>,
-    ) -> Result<Worked, SqliteError> {
-        let token = fastrand::i64(..);
-        let deadline = Instant::now() + self.inner.options.busy_timeout;
-        let lease = loop {
-            match self.take_lease(conn, token).await {
-                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
-                lease => break lease?,
-            }
-        };
-        let row = match lease {
-            Lease::Idle => return Ok(Worked::Idle),
-            Lease::Dead { id, attempts } => {
-                return Ok(Worked::Failed {
-                    id,
-                    attempts,
-                    dead: true,
-                });
-            }
-            Lease::Taken(row) => row,
-        };
-        loop {
-            // a refused `BEGIN IMMEDIATE` ran nothing; the handler runs only once
-            // the lock is held, and what it did is rolled back with any error
-            match self.run_handler(conn, token, &row, handler).await {
-                Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
-                worked => return worked,
-            }
-        }
     }
 }
 
@@ -337,15 +491,29 @@ impl Inbox for SqliteStore {
         })
     }
 
-    fn work_one_erased<'a>(
+    fn work_batch_erased<'a>(
         &'a self,
         handler: &'a ErasedHandler<'a, Conn>,
-    ) -> BoxFuture<'a, Result<Worked, SqliteError>> {
+        limits: BatchLimits,
+    ) -> BoxFuture<'a, Result<Vec<RowOutcome>, SqliteError>> {
         Box::pin(async move {
+            let token = fastrand::i64(..);
             let mut conn = WorkerConn::relax(self.connection().await?).await?;
-            let worked = self.lease_and_run(&mut conn, handler).await;
-            conn.restore(&self.inner.options).await;
-            worked
+            let batch = self.lease_and_run(&mut conn, token, handler, limits).await;
+            let Ok(Batch {
+                mut outcomes,
+                abandoned: Some((row, reason)),
+            }) = batch
+            else {
+                conn.restore(&self.inner.options).await;
+                return batch.map(|batch| batch.outcomes);
+            };
+            // the abandoned handler may have left the connection mid-statement or in
+            // a transaction of its own: close it (SQLite rolls back) before the
+            // failure is recorded on another connection
+            drop(conn);
+            outcomes.push(self.record_abandoned(token, &row, &reason).await?);
+            Ok(outcomes)
         })
     }
 
@@ -428,60 +596,81 @@ impl Inbox for SqliteStore {
 mod lease {
     use diesel::sql_types::{BigInt, Text};
     use diesel::sqlite::SqliteConnection;
-    use diesel::{OptionalExtension as _, RunQueryDsl as _};
-    use hookbox_core::RetryPolicy;
+    use diesel::RunQueryDsl as _;
+    use hookbox_core::{RetryPolicy, RowFailure, RowOutcome, RowResult};
 
-    use super::{Count, INTERRUPTED, Lease, now};
+    use super::{Count, INTERRUPTED, Leased, now};
     use crate::error::SqliteError;
     use crate::rows::InboxRow;
     use crate::sql;
 
-    /// The lease transaction's statements, inside its `BEGIN IMMEDIATE`.
-    pub(super) fn take_lease_on(
+    /// The lease transaction's statements, inside its `BEGIN IMMEDIATE`: up to
+    /// `max_rows` due rows, or one row alone when the first due row was interrupted.
+    pub(super) fn take_leases_on(
         conn: &mut SqliteConnection,
         token: i64,
-        retry: RetryPolicy,
+        retry: &RetryPolicy,
         lease: i64,
-    ) -> Result<Lease, SqliteError> {
+        max_rows: u32,
+    ) -> Result<Leased, SqliteError> {
         let now = now();
-        let row = diesel::sql_query(sql::DUE_ROW)
+        let due = diesel::sql_query(sql::DUE_ROWS)
             .bind::<BigInt, _>(now)
-            .get_result::<InboxRow>(conn)
-            .optional()?;
-        let Some(row) = row else {
-            return Ok(Lease::Idle);
-        };
-        let id = row.id();
-        let interrupted = row.was_interrupted();
-        if interrupted && retry.is_dead(row.attempts()) {
-            // every attempt so far died with its worker: stop feeding it workers
-            let attempts = row.attempts();
-            dead_letter(conn, id, INTERRUPTED, now, false)?;
-            return Ok(Lease::Dead { id, attempts });
-        }
-        let mut delivery = match row.into_delivery() {
-            Ok(delivery) => delivery,
-            Err(err) => {
-                // retrying cannot repair the row: dead-letter it so it never blocks the
-                // rows behind it, and say why
-                dead_letter(conn, id, &err.to_string(), now, true)?;
-                let count = diesel::sql_query(sql::ATTEMPTS)
-                    .bind::<BigInt, _>(id)
-                    .get_result::<Count>(conn)?;
-                let attempts = u32::try_from(count.count).unwrap_or(0);
-                return Ok(Lease::Dead { id, attempts });
+            .bind::<BigInt, _>(i64::from(max_rows))
+            .load::<InboxRow>(conn)?;
+        let mut leased = Leased::default();
+        let mut ids = Vec::with_capacity(due.len());
+        for row in due {
+            let id = row.id();
+            let interrupted = row.was_interrupted();
+            if interrupted && !ids.is_empty() {
+                // an interrupted row runs alone (module docs): it may be what
+                // killed its last worker
+                break;
             }
-        };
-        if interrupted {
-            delivery.last_error = Some(INTERRUPTED.to_string());
+            if interrupted && retry.is_dead(row.attempts()) {
+                // every attempt so far died with its worker: stop feeding it workers
+                let attempts = row.attempts();
+                let (key, event_type) = row.facts();
+                dead_letter(conn, id, INTERRUPTED, now, false)?;
+                let failure = RowFailure::dead_letter(attempts, retry, INTERRUPTED.to_string());
+                leased.dead.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                continue;
+            }
+            let (key, event_type) = row.facts();
+            let mut delivery = match row.into_delivery() {
+                Ok(delivery) => delivery,
+                Err(err) => {
+                    // retrying cannot repair the row: dead-letter it so it never
+                    // blocks the rows behind it, and say why
+                    let reason = err.to_string();
+                    dead_letter(conn, id, &reason, now, true)?;
+                    let count = diesel::sql_query(sql::ATTEMPTS)
+                        .bind::<BigInt, _>(id)
+                        .get_result::<Count>(conn)?;
+                    let attempts = u32::try_from(count.count).unwrap_or(0);
+                    let failure = RowFailure::dead_letter(attempts, retry, reason);
+                    leased.dead.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                    continue;
+                }
+            };
+            if interrupted {
+                delivery.last_error = Some(INTERRUPTED.to_string());
+            }
+            ids.push(id);
+            leased.rows.push(delivery);
+            if interrupted {
+                break;
+            }
         }
-        diesel::sql_query(sql::TAKE_LEASE)
-            .bind::<BigInt, _>(now.saturating_add(lease))
-            .bind::<BigInt, _>(token)
-            .bind::<Text, _>(INTERRUPTED)
-            .bind::<BigInt, _>(id)
-            .execute(conn)?;
-        Ok(Lease::Taken(Box::new(delivery)))
+        if !ids.is_empty() {
+            diesel::sql_query(format!("{}{}", sql::TAKE_LEASES, sql::id_list(ids)))
+                .bind::<BigInt, _>(now.saturating_add(lease))
+                .bind::<BigInt, _>(token)
+                .bind::<Text, _>(INTERRUPTED)
+                .execute(conn)?;
+        }
+        Ok(leased)
     }
 
     /// Makes row `id` a dead letter now, clearing its lease.

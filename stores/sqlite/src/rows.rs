@@ -85,6 +85,25 @@ pub(crate) struct InboxRow {
 }
 
 impl InboxRow {
+    /// Returns the row's dedupe key (as stored, when its scope does not parse) and
+    /// event type, for a worker's report on a row it could not read back.
+    pub(crate) fn facts(&self) -> (DedupeKey, Option<String>) {
+        let key = dedupe_key(
+            self.source.clone(),
+            self.provider.clone(),
+            self.delivery_id.clone(),
+            self.tenant.clone(),
+        )
+        .unwrap_or_else(|| {
+            DedupeKey::new(
+                self.source.clone(),
+                self.provider.clone(),
+                self.delivery_id.clone(),
+            )
+        });
+        (key, self.event_type.clone())
+    }
+
     /// Returns the row's id.
     pub(crate) fn id(&self) -> i64 {
         self.id

@@ -210,38 +210,61 @@ impl QueryFragment<Sqlite> for InboxHas<'_> {
 
 impl RunQueryDsl<SqliteConnection> for InboxHas<'_> {}
 
-/// The first due row no live lease holds. Binds: now.
-pub(crate) const DUE_ROW: &str = select_inbox!(
+/// Up to `limit` due rows no live lease holds, in due order. Binds: now, limit.
+pub(crate) const DUE_ROWS: &str = select_inbox!(
     "WHERE processed_at IS NULL AND dead_at IS NULL \
      AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
-     ORDER BY next_attempt_at, id LIMIT 1"
+     ORDER BY next_attempt_at, id LIMIT ?2"
 );
 
-/// Takes the lease and counts the attempt; a row that still carried a lease was
+/// Takes the lease on the rows whose ids follow (written into the statement, see
+/// [`id_list`]) and counts their attempt; a row that still carried a lease was
 /// interrupted, and says so in `last_error`. `next_attempt_at` moves with the lease
 /// so the due index skips leased rows. Binds: leased_until, token, the interrupted
-/// text, id.
-pub(crate) const TAKE_LEASE: &str = "UPDATE hookbox_inbox SET attempts = attempts + 1, \
+/// text.
+pub(crate) const TAKE_LEASES: &str = "UPDATE hookbox_inbox SET attempts = attempts + 1, \
      leased_until = ?1, next_attempt_at = ?1, lease_token = ?2, \
      last_error = CASE WHEN lease_token IS NULL THEN last_error ELSE ?3 END \
-     WHERE id = ?4";
+     WHERE id IN ";
+
+/// The ids of the rows a lease token still holds, as `count`. Binds: token.
+pub(crate) const LEASED_TO: &str = "SELECT id AS count FROM hookbox_inbox \
+     WHERE lease_token = ? AND processed_at IS NULL";
+
+/// The handlers succeeded: processed, the attempt un-counted, the lease cleared, for
+/// the ids that follow while `token` holds them. Binds: processed_at, token.
+pub(crate) const MARK_PROCESSED: &str = "UPDATE hookbox_inbox SET processed_at = ?1, \
+     attempts = attempts - 1, leased_until = NULL, lease_token = NULL \
+     WHERE lease_token = ?2 AND id IN ";
+
+/// The rows a lease token still holds that the batch did not start: due again now
+/// with the attempt un-counted and the lease cleared. Binds: now, token.
+pub(crate) const RELEASE_LEASES: &str = "UPDATE hookbox_inbox SET attempts = attempts - 1, \
+     next_attempt_at = ?1, leased_until = NULL, lease_token = NULL \
+     WHERE lease_token = ?2 AND processed_at IS NULL";
+
+/// `(1, 2, 3)`: row ids written into a statement (integers, so nothing to escape;
+/// one statement instead of one per row).
+pub(crate) fn id_list(ids: impl IntoIterator<Item = i64>) -> String {
+    let mut list = String::from("(");
+    for (i, id) in ids.into_iter().enumerate() {
+        if i > 0 {
+            list.push_str(", ");
+        }
+        list.push_str(&id.to_string());
+    }
+    list.push(')');
+    list
+}
 
 /// A row's attempts, as `count`. Binds: id.
 pub(crate) const ATTEMPTS: &str = "SELECT attempts AS count FROM hookbox_inbox WHERE id = ?";
 
-/// 1 (as `count`) while the lease is still this worker's. Binds: id, token.
-pub(crate) const LEASE_IS_OURS: &str = "SELECT COUNT(*) AS count FROM hookbox_inbox \
-     WHERE id = ? AND lease_token = ? AND processed_at IS NULL";
-
-/// The handler succeeded: processed, the attempt un-counted, the lease cleared.
-/// Binds: processed_at, id.
-pub(crate) const MARK_PROCESSED: &str = "UPDATE hookbox_inbox SET processed_at = ?, \
-     attempts = attempts - 1, leased_until = NULL, lease_token = NULL WHERE id = ?";
-
-/// The handler failed: the error, the next attempt, maybe dead; the lease cleared.
-/// Binds: last_error, next_attempt_at, dead_at, id.
+/// The handler failed: the error, the next attempt, maybe dead; the lease cleared,
+/// while `token` holds the row. Binds: last_error, next_attempt_at, dead_at, id, token.
 pub(crate) const RECORD_FAILURE: &str = "UPDATE hookbox_inbox SET last_error = ?, \
-     next_attempt_at = ?, dead_at = ?, leased_until = NULL, lease_token = NULL WHERE id = ?";
+     next_attempt_at = ?, dead_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE id = ? AND lease_token = ?";
 
 /// Makes a row a dead letter now. Binds: dead_at, last_error, attempts to add
 /// (0 or 1), id.
