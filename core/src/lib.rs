@@ -71,6 +71,8 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use commit::{CommitMode, GroupCommit, GroupCommitStats, InFlight, ReceivesInFlight};
 pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
+#[cfg(feature = "worker")]
+pub use guard::{Abandoned, GuardedRun, run_guarded};
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
@@ -92,8 +94,6 @@ pub use store::{
     Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
 };
 pub use text::DeliveryText;
-#[cfg(feature = "worker")]
-pub use guard::{Abandoned, GuardedRun, run_guarded};
 #[cfg(feature = "worker")]
 pub use worker::{WorkerOptions, WorkerReport, run_worker, run_worker_with};
 

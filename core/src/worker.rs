@@ -135,7 +135,13 @@ where
     I: Inbox,
     H: Handler<I::Conn> + 'static,
 {
-    run_worker_with(inbox, handler, WorkerOptions::default().idle(idle), shutdown).await
+    run_worker_with(
+        inbox,
+        handler,
+        WorkerOptions::default().idle(idle),
+        shutdown,
+    )
+    .await
 }
 
 /// Drains `inbox` with `handler` until `shutdown` completes.

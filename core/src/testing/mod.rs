@@ -23,6 +23,7 @@
 //! returning [`HandlerError`](crate::HandlerError) on failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod batch;
 mod claims;
 mod fixtures;
 mod inbox;
@@ -39,6 +40,14 @@ use crate::{
     RetryPolicy, Signer, StoreError, VerifiedDelivery, VersionGuard,
 };
 
+pub use batch::{
+    check_batch_failed_commit_applies_nothing,
+    check_batch_failing_handler_costs_its_neighbours_nothing,
+    check_batch_outliving_its_lease_applies_each_row_once,
+    check_batch_panicking_handler_fails_its_row_only, check_batch_row_timeout_fails_the_slow_row,
+    check_batch_time_budget_bounds_a_batch, check_per_row_mode_takes_one_row,
+    check_version_guard_holds_under_concurrent_batches,
+};
 pub use claims::{
     check_claim_inside_callers_transaction, check_concurrent_copies_apply_once,
     check_day_old_replay_is_still_caught, check_failing_side_effect_releases_the_claim,
@@ -283,6 +292,11 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// the group-commit checks show that one refused row fails its caller only.
     fn refuse_inbox_row<'a>(&'a self, delivery_id: &'a str) -> BoxFuture<'a, ()>;
 
+    /// Makes the commit of every transaction that credited `account` fail (a
+    /// deferred constraint, checked at commit): the batch checks show that a failed
+    /// commit applies no row of its batch.
+    fn fail_commits_crediting<'a>(&'a self, account: &'a str) -> BoxFuture<'a, ()>;
+
     /// The caller-owned form: begins a transaction itself, calls
     /// [`IdempotencyStore::claim`] inside it, credits `amount` to `account` when the
     /// claim is new, and commits.
@@ -348,6 +362,14 @@ macro_rules! conformance_tests {
             last_error_keeps_the_cause_chain => check_last_error_keeps_the_cause_chain();
             worker_killed_mid_transaction_applies_once => check_worker_killed_mid_transaction_applies_once();
             concurrent_workers_apply_each_row_once => check_concurrent_workers_apply_each_row_once(200, 4);
+            batch_failing_handler_costs_its_neighbours_nothing => check_batch_failing_handler_costs_its_neighbours_nothing();
+            batch_panicking_handler_fails_its_row_only => check_batch_panicking_handler_fails_its_row_only();
+            batch_row_timeout_fails_the_slow_row => check_batch_row_timeout_fails_the_slow_row();
+            batch_time_budget_bounds_a_batch => check_batch_time_budget_bounds_a_batch();
+            batch_failed_commit_applies_nothing => check_batch_failed_commit_applies_nothing();
+            batch_outliving_its_lease_applies_each_row_once => check_batch_outliving_its_lease_applies_each_row_once();
+            version_guard_holds_under_concurrent_batches => check_version_guard_holds_under_concurrent_batches();
+            per_row_mode_takes_one_row => check_per_row_mode_takes_one_row();
             group_commit_stores_each_key_once_across_a_burst => check_group_commit_stores_each_key_once_across_a_burst(8, 4);
             group_commit_refused_row_fails_only_its_caller => check_group_commit_refused_row_fails_only_its_caller(16);
             outbox_stage_rolls_back_with_the_side_effect => check_outbox_stage_rolls_back_with_the_side_effect();

@@ -4,6 +4,9 @@
 //! A batch locks up to N due rows with `FOR UPDATE SKIP LOCKED` (other workers skip
 //! them, so batches run side by side), runs each handler inside its own savepoint,
 //! records each failure, marks the processed rows in one statement and commits once.
+//! A row runs in a batch on its first attempt only: a retry (a row whose handler
+//! failed, panicked or timed out before) runs alone, so a poison row costs its
+//! neighbours at most one redo.
 //! A worker that dies mid-batch releases its rows with its connection: nothing of
 //! the batch committed, and every row is due again at once. A handler that panics or
 //! outruns its row timeout is abandoned: the batch rolls back (its connection is
@@ -165,6 +168,14 @@ impl PgStore {
                     .select(InboxRow::as_select())
                     .load(conn)
                     .await?;
+                // a retry runs alone: what failed or panicked before costs no
+                // neighbour anything more (the others are unlocked at commit)
+                let rows: Vec<InboxRow> = if rows.iter().next().is_some_and(|row| row.attempts > 0)
+                {
+                    rows.into_iter().take(1).collect()
+                } else {
+                    rows.into_iter().filter(|row| row.attempts == 0).collect()
+                };
                 let started = Instant::now();
                 let mut outcomes = Vec::with_capacity(rows.len());
                 let mut processed = Vec::with_capacity(rows.len());
@@ -191,7 +202,9 @@ impl PgStore {
                             }
                             // the whole cause chain: what an operator reads
                             Err(RowTxError::Handler(GuardedRun::Failed(err))) => format!("{err:#}"),
-                            Err(RowTxError::StatementFailed) => PgError::StatementFailed.to_string(),
+                            Err(RowTxError::StatementFailed) => {
+                                PgError::StatementFailed.to_string()
+                            }
                             Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
                                 unreachable!("a succeeded run is Ok")
                             }
@@ -206,7 +219,12 @@ impl PgStore {
                     record_failure(conn, id, attempts, &failure, delay, dead).await?;
                     let next = OffsetDateTime::now_utc() + delay;
                     let failure = RowFailure::new(attempts, retry, failure, next);
-                    outcomes.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                    outcomes.push(RowOutcome::new(
+                        id,
+                        key,
+                        event_type,
+                        RowResult::Failed(failure),
+                    ));
                 }
                 if !processed.is_empty() {
                     diesel::update(inbox::table.filter(inbox::id.eq_any(&processed)))

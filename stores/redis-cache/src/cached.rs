@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedHandler, ErasedSideEffect,
-    IdempotencyStore, Inbox, InboxFilter, InboxStats, ProcessError, Purged, Received,
-    RetentionPolicy, Store, StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
-    BatchLimits, RowOutcome,
+    Advance, BatchLimits, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedHandler,
+    ErasedSideEffect, IdempotencyStore, Inbox, InboxFilter, InboxStats, ProcessError, Purged,
+    Received, RetentionPolicy, RowOutcome, Store, StoredDelivery, TimestampAdvance,
+    VerifiedDelivery, VersionGuard,
 };
 use redis::aio::ConnectionManager;
 

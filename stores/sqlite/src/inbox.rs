@@ -13,12 +13,16 @@
 //!    once, attempt un-counted); commit once. The write lock is held from the first
 //!    handler to the commit, so the budget bounds how long the edge's inserts wait.
 //!
+//! A row runs in a batch on its first attempt only: a retry (a row that failed,
+//! panicked, timed out or was interrupted before) is leased alone, so a poison row
+//! costs its neighbours at most one redo.
+//!
 //! The attempt is counted at lease time, so a poison event that kills the whole
 //! process still reaches the dead-letter limit: each crash leaves expired leases
-//! (counted), and a row found with an expired lease is taken alone, never in a
-//! batch, so a row that kills its worker is charged its own attempts and its
-//! neighbours run without it. When the next worker finds an expired lease on a row
-//! already at the limit it dead-letters the row instead of running it again.
+//! (counted), and each row of the crashed batch is then retried alone, so a row that
+//! kills its worker is charged its own attempts while its neighbours succeed on
+//! their own. When the next worker finds an expired lease on a row already at the
+//! limit it dead-letters the row instead of running it again.
 //!
 //! A handler that panics or outruns its row timeout is abandoned: the work
 //! transaction rolls back (its connection is closed, never reused), and a third
@@ -62,7 +66,10 @@ struct Leased {
 enum BatchTxError {
     Db(diesel::result::Error),
     /// The handler of `rows[index]` panicked or outran its timeout.
-    Abandoned { index: usize, reason: Abandoned },
+    Abandoned {
+        index: usize,
+        reason: Abandoned,
+    },
 }
 
 impl From<diesel::result::Error> for BatchTxError {
@@ -187,8 +194,9 @@ impl SqliteStore {
                         }
                         Err(RowTxError::Handler(GuardedRun::Failed(err))) => {
                             // the whole cause chain: what an operator needs to see
-                            let failure = record_failure(conn, row, token, &retry, format!("{err:#}"))
-                                .await?;
+                            let failure =
+                                record_failure(conn, row, token, &retry, format!("{err:#}"))
+                                    .await?;
                             outcomes.push(RowOutcome::failed(row, failure));
                         }
                         Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
@@ -197,11 +205,15 @@ impl SqliteStore {
                     }
                 }
                 if !processed.is_empty() {
-                    diesel::sql_query(format!("{}{}", sql::MARK_PROCESSED, sql::id_list(processed)))
-                        .bind::<BigInt, _>(now())
-                        .bind::<BigInt, _>(token)
-                        .execute(conn)
-                        .await?;
+                    diesel::sql_query(format!(
+                        "{}{}",
+                        sql::MARK_PROCESSED,
+                        sql::id_list(processed)
+                    ))
+                    .bind::<BigInt, _>(now())
+                    .bind::<BigInt, _>(token)
+                    .execute(conn)
+                    .await?;
                 }
                 release_leases(conn, token).await?;
                 Ok(outcomes)
@@ -228,12 +240,13 @@ impl SqliteStore {
         let mut conn = self.connection().await?;
         loop {
             let recorded = conn
-                .immediate_transaction(async |conn: &mut Conn| -> Result<_, diesel::result::Error> {
-                    let failure =
-                        record_failure(conn, row, token, &retry, reason.to_string()).await?;
-                    release_leases(conn, token).await?;
-                    Ok(failure)
-                })
+                .immediate_transaction(
+                    async |conn: &mut Conn| -> Result<_, diesel::result::Error> {
+                        // the others first, so they are due before the row that failed
+                        release_leases(conn, token).await?;
+                        record_failure(conn, row, token, &retry, reason.to_string()).await
+                    },
+                )
                 .await
                 .map_err(SqliteError::from_diesel);
             match recorded {
@@ -269,7 +282,10 @@ impl SqliteStore {
         loop {
             // a refused `BEGIN IMMEDIATE` ran nothing; the handlers run only once
             // the lock is held, and what they did is rolled back with any error
-            match self.run_batch(conn, token, &leased.rows, handler, limits).await {
+            match self
+                .run_batch(conn, token, &leased.rows, handler, limits)
+                .await
+            {
                 Err(SqliteError::Busy(_)) if Instant::now() < deadline => wait_for_lock().await,
                 Err(err) => {
                     // nothing of the batch committed: hand its rows back now rather
@@ -594,9 +610,9 @@ impl Inbox for SqliteStore {
 
 /// The lease transaction, synchronous: it runs whole on the blocking pool's thread.
 mod lease {
+    use diesel::RunQueryDsl as _;
     use diesel::sql_types::{BigInt, Text};
     use diesel::sqlite::SqliteConnection;
-    use diesel::RunQueryDsl as _;
     use hookbox_core::{RetryPolicy, RowFailure, RowOutcome, RowResult};
 
     use super::{Count, INTERRUPTED, Leased, now};
@@ -623,10 +639,11 @@ mod lease {
         for row in due {
             let id = row.id();
             let interrupted = row.was_interrupted();
-            if interrupted && !ids.is_empty() {
-                // an interrupted row runs alone (module docs): it may be what
-                // killed its last worker
-                break;
+            // a retry runs alone (module docs): what failed, panicked or killed its
+            // last worker costs no neighbour anything more
+            let alone = row.attempts() > 0;
+            if alone && !ids.is_empty() {
+                continue;
             }
             if interrupted && retry.is_dead(row.attempts()) {
                 // every attempt so far died with its worker: stop feeding it workers
@@ -634,7 +651,12 @@ mod lease {
                 let (key, event_type) = row.facts();
                 dead_letter(conn, id, INTERRUPTED, now, false)?;
                 let failure = RowFailure::dead_letter(attempts, retry, INTERRUPTED.to_string());
-                leased.dead.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                leased.dead.push(RowOutcome::new(
+                    id,
+                    key,
+                    event_type,
+                    RowResult::Failed(failure),
+                ));
                 continue;
             }
             let (key, event_type) = row.facts();
@@ -650,7 +672,12 @@ mod lease {
                         .get_result::<Count>(conn)?;
                     let attempts = u32::try_from(count.count).unwrap_or(0);
                     let failure = RowFailure::dead_letter(attempts, retry, reason);
-                    leased.dead.push(RowOutcome::new(id, key, event_type, RowResult::Failed(failure)));
+                    leased.dead.push(RowOutcome::new(
+                        id,
+                        key,
+                        event_type,
+                        RowResult::Failed(failure),
+                    ));
                     continue;
                 }
             };
@@ -659,7 +686,7 @@ mod lease {
             }
             ids.push(id);
             leased.rows.push(delivery);
-            if interrupted {
+            if alone {
                 break;
             }
         }

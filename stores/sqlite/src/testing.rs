@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable, Text};
-use diesel_async::RunQueryDsl as _;
+use diesel_async::{RunQueryDsl as _, SimpleAsyncConnection as _};
 use hookbox_core::testing::{Capabilities, Harness, Reclaim, Rotation, SuiteConfig};
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
 use hookbox_standard::{Standard, StandardSigner};
@@ -227,6 +227,10 @@ impl Harness for SqliteHarness {
         Box::pin(refuse_inbox_row(&self.store, delivery_id))
     }
 
+    fn fail_commits_crediting<'a>(&'a self, account: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(fail_commits_crediting(&self.store, account))
+    }
+
     fn claim_in_own_transaction<'a>(
         &'a self,
         key: &'a DedupeKey,
@@ -246,6 +250,30 @@ impl Harness for SqliteHarness {
             .await
         })
     }
+}
+
+/// Makes the commit of every transaction that writes `account`'s ledger row fail:
+/// a trigger adds a row whose deferred foreign key has no parent, which SQLite
+/// checks at `COMMIT` (the store turns `foreign_keys` on).
+///
+/// # Panics
+/// The statements failed.
+pub async fn fail_commits_crediting(store: &SqliteStore, account: &str) {
+    let account = account.replace('\'', "''");
+    let mut conn = store.connection().await.unwrap();
+    conn.batch_execute(&format!(
+        "CREATE TABLE hookbox_test_no_parent (account TEXT PRIMARY KEY); \
+         CREATE TABLE hookbox_test_orphan (account TEXT REFERENCES \
+           hookbox_test_no_parent (account) DEFERRABLE INITIALLY DEFERRED); \
+         CREATE TRIGGER hookbox_test_fail_insert AFTER INSERT ON ledger \
+           WHEN NEW.account = '{account}' \
+           BEGIN INSERT INTO hookbox_test_orphan VALUES (NEW.account); END; \
+         CREATE TRIGGER hookbox_test_fail_update AFTER UPDATE ON ledger \
+           WHEN NEW.account = '{account}' \
+           BEGIN INSERT INTO hookbox_test_orphan VALUES (NEW.account); END;"
+    ))
+    .await
+    .unwrap();
 }
 
 /// Makes `store`'s database refuse the inbox row of `delivery_id`: a trigger that

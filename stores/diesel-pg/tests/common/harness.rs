@@ -134,6 +134,24 @@ impl Harness for PgHarness {
         })
     }
 
+    fn fail_commits_crediting<'a>(&'a self, account: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let account = account.replace('\'', "''");
+            let mut conn = self.store.connection().await.unwrap();
+            // a constraint trigger deferred to commit: the handlers' savepoints
+            // release, the transaction's COMMIT fails
+            conn.batch_execute(&format!(
+                "CREATE FUNCTION hookbox_test_fail_commit() RETURNS trigger \
+                   LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'commit refused by the test'; END $$; \
+                 CREATE CONSTRAINT TRIGGER hookbox_test_fail_commit AFTER INSERT OR UPDATE ON ledger \
+                   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW \
+                   WHEN (NEW.account = '{account}') EXECUTE FUNCTION hookbox_test_fail_commit();"
+            ))
+            .await
+            .unwrap();
+        })
+    }
+
     fn claim_in_own_transaction<'a>(
         &'a self,
         key: &'a DedupeKey,

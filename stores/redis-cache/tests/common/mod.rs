@@ -278,6 +278,13 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
         ))
     }
 
+    fn fail_commits_crediting<'a>(&'a self, account: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(hookbox_sqlite::testing::fail_commits_crediting(
+            self.fixture.store.inner(),
+            account,
+        ))
+    }
+
     fn claim_in_own_transaction<'a>(
         &'a self,
         key: &'a DedupeKey,
