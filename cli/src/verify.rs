@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use hookbox_core::http::{HeaderMap, HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DEFAULT_TOLERANCE, Secrets, VerifiedDelivery, VerifyError, VerifyOptions};
+use hookbox_core::{
+    DEFAULT_TOLERANCE, HandshakeReply, Secrets, Verified, VerifiedDelivery, VerifyError,
+    VerifyOptions,
+};
 use serde::Serialize;
 
 use crate::providers::{self, ProviderName};
@@ -18,6 +21,9 @@ pub(crate) const AFTER_HELP: &str = "\
 Output: one JSON line on stdout.
   verified: {\"ok\":true,\"provider\":…,\"dedupe_key\":…,\"source\":…,\"tenant\":…,\"scope\":…,
              \"event_type\":…,\"correlation_id\":…,\"signed_at\":…,\"body_bytes\":…}
+  handshake: {\"ok\":true,\"provider\":…,\"handshake\":true,\"kind\":…,
+             \"reply\":{\"status\":…,\"content_type\":…,\"body\":…}}
+             (verified; the answer an edge sends, nothing stored)
   rejected: {\"ok\":false,\"error\":\"<kind>\",\"message\":\"<what to fix>\"}
   kinds: missing_header, malformed_header, invalid_secret, signature_mismatch,
          timestamp_too_old, timestamp_in_future, missing_dedupe_key, malformed_body
@@ -78,10 +84,17 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
         .max_body_bytes(usize::MAX);
 
     let verdict = providers::provider(args.provider, Secrets::from(args.secrets.clone()), options)
-        .and_then(|provider| provider.verify(&headers, body, now));
+        .and_then(|provider| {
+            let verified = provider.verify_request(&headers, body, now)?;
+            Ok((provider.name(), verified))
+        });
     let (line, status) = match &verdict {
-        Ok(delivery) => (
-            serde_json::to_string(&Verified::new(delivery)),
+        Ok((_, Verified::Event(delivery))) => (
+            serde_json::to_string(&Event::new(delivery)),
+            ExitCode::SUCCESS,
+        ),
+        Ok((provider, Verified::Handshake(reply))) => (
+            serde_json::to_string(&Handshake::new(provider, reply)),
             ExitCode::SUCCESS,
         ),
         Err(err) => (
@@ -96,9 +109,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
     Ok(status)
 }
 
-/// The success line.
+/// The success line of an event.
 #[derive(Debug, Serialize)]
-struct Verified<'a> {
+struct Event<'a> {
     ok: bool,
     provider: &'a str,
     dedupe_key: &'a str,
@@ -111,7 +124,7 @@ struct Verified<'a> {
     body_bytes: usize,
 }
 
-impl<'a> Verified<'a> {
+impl<'a> Event<'a> {
     fn new(delivery: &'a VerifiedDelivery) -> Self {
         let key = delivery.dedupe_key();
         Self {
@@ -125,6 +138,42 @@ impl<'a> Verified<'a> {
             correlation_id: delivery.correlation_id(),
             signed_at: delivery.signed_at().map(OffsetDateTime::unix_timestamp),
             body_bytes: delivery.body().len(),
+        }
+    }
+}
+
+/// The success line of a handshake: verified, and the answer an edge sends.
+#[derive(Debug, Serialize)]
+struct Handshake<'a> {
+    ok: bool,
+    provider: &'a str,
+    handshake: bool,
+    kind: &'a str,
+    reply: Reply,
+}
+
+/// A handshake's reply as the edge sends it.
+#[derive(Debug, Serialize)]
+struct Reply {
+    status: u16,
+    content_type: Option<&'static str>,
+    /// The body as text (every provider's reply is text); bytes that are not UTF-8
+    /// would print as U+FFFD.
+    body: String,
+}
+
+impl<'a> Handshake<'a> {
+    fn new(provider: &'a str, reply: &'a HandshakeReply) -> Self {
+        Self {
+            ok: true,
+            provider,
+            handshake: true,
+            kind: reply.kind(),
+            reply: Reply {
+                status: reply.status().as_u16(),
+                content_type: reply.content_type(),
+                body: String::from_utf8_lossy(reply.body()).into_owned(),
+            },
         }
     }
 }

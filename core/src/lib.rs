@@ -48,6 +48,7 @@ mod commit;
 mod delivery;
 mod error;
 mod handler;
+mod handshake;
 mod headers;
 mod inbox;
 mod outbox;
@@ -70,6 +71,7 @@ pub use error::VerifyError;
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
+pub use handshake::{HandshakeReply, Verified};
 pub use headers::{HeadersJsonError, LegacyText};
 pub use inbox::{
     AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
