@@ -9,8 +9,7 @@ use std::time::Duration;
 use hookbox_core::http::{HeaderMap, HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    DEFAULT_TOLERANCE, HandshakeReply, Secrets, Verified, VerifiedDelivery, VerifyError,
-    VerifyOptions,
+    HandshakeReply, Secrets, Verified, VerifiedDelivery, VerifyError, VerifyOptions,
 };
 use serde::Serialize;
 
@@ -64,10 +63,11 @@ pub(crate) struct VerifyArgs {
     #[arg(long, value_name = "UNIX_SECONDS", value_parser = parse_now, allow_negative_numbers = true)]
     now: Option<OffsetDateTime>,
 
-    /// How far a signed timestamp may be from now, in seconds, in either direction.
-    /// Ignored by providers that sign no timestamp (GitHub, Shopify).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TOLERANCE.as_secs())]
-    tolerance: u64,
+    /// How far a signed timestamp may be from now, in seconds, in either direction
+    /// [default: the provider's: 300; Twitch 600, Paddle 5]. Ignored by providers that
+    /// sign no timestamp (GitHub, Shopify).
+    #[arg(long, value_name = "SECONDS")]
+    tolerance: Option<u64>,
 }
 
 /// Verifies the delivery and prints the verdict.
@@ -80,7 +80,10 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
     let now = args.now.unwrap_or_else(OffsetDateTime::now_utc);
     // a local file is not an attack surface: the edge's body limit does not apply
     let options = VerifyOptions::default()
-        .tolerance(Duration::from_secs(args.tolerance))
+        .tolerance(
+            args.tolerance
+                .map_or_else(|| args.provider.default_tolerance(), Duration::from_secs),
+        )
         .max_body_bytes(usize::MAX);
 
     let verdict = providers::provider(args.provider, Secrets::from(args.secrets.clone()), options)
