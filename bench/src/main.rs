@@ -2,8 +2,11 @@
 //! pre-keyed HMAC-SHA256 over the same signed bytes, the ratio of the two, and (with
 //! `--features svix-baseline`) the official `svix` crate's `Webhook::verify`.
 //!
-//! Every provider verifies the same Stripe-shaped event, whose `type` comes before
-//! `data`; the `stripe-real` row verifies the same event in Stripe's own member order
+//! The first five providers and Twitch verify the same Stripe-shaped event, whose
+//! `type` comes before `data`; Slack, Zoom, Discord and Paddle verify an event of their
+//! own shape, their key's fields where the provider puts them (Slack's `event_id`,
+//! Zoom's `event_ts` and Discord's `id` after the large object, Paddle's `event_id`
+//! first), and Discord's baseline is a bare Ed25519 `verify_strict`, not an HMAC; the `stripe-real` row verifies the same event in Stripe's own member order
 //! (`id`, `object`, `api_version`, `created`, `data`, `livemode`, `pending_webhooks`,
 //! `request`, `type`), where the Stripe scanner reads up to the last member.
 //!
@@ -43,6 +46,12 @@ struct Case {
     headers: HeaderMap,
     hmac_key: Vec<u8>,
     signed_prefix: Vec<u8>,
+    /// Discord signs with Ed25519: its baseline is a bare `verify_strict` over the same
+    /// bytes with a parsed key and signature, not an HMAC.
+    ed25519: Option<(ed25519_dalek::VerifyingKey, ed25519_dalek::Signature)>,
+    /// The body the case verifies, when it is not the shared Stripe-shaped one (the
+    /// providers that read their key from the body get a body of their own shape).
+    own_body: Option<Vec<u8>>,
 }
 
 /// One row of the table.
@@ -94,10 +103,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for size in sizes.iter().copied() {
         let body = stripe_like_json(size, Order::TypeFirst);
         let real = stripe_like_json(size, Order::Stripe);
-        let mut all: Vec<(Case, &[u8])> =
-            cases(&body)?.into_iter().map(|c| (c, &body[..])).collect();
-        all.insert(1, (stripe_case("stripe-real", &real)?, &real[..]));
-        for (case, body) in all {
+        let mut all: Vec<Case> = cases(&body)?;
+        all.insert(1, stripe_case("stripe-real", &real)?);
+        all.extend(handshake_cases(size, &body)?);
+        for case in all {
+            let body = match (&case.own_body, case.name) {
+                (Some(own), _) => &own[..],
+                (None, "stripe-real") => &real[..],
+                (None, _) => &body[..],
+            };
             if !only
                 .as_ref()
                 .is_none_or(|only| only.iter().any(|o| o == case.name))
@@ -145,6 +159,14 @@ fn measure_case(case: &Case, body: &[u8]) -> Result<Row, Box<dyn std::error::Err
     };
     let keyed = <Hmac<Sha256> as Mac>::new_from_slice(&case.hmac_key)?;
     let mut bare = || {
+        if let Some((key, signature)) = &case.ed25519 {
+            // the signed message is one slice: the prefix and body copied together,
+            // as any Ed25519 verifier of a split message must
+            let mut message = Vec::with_capacity(case.signed_prefix.len() + body.len());
+            message.extend_from_slice(black_box(&case.signed_prefix));
+            message.extend_from_slice(black_box(body));
+            return black_box(key.verify_strict(&message, signature)).is_ok();
+        }
         let mut mac = keyed.clone();
         mac.update(black_box(&case.signed_prefix));
         mac.update(black_box(body));
@@ -212,6 +234,8 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: HMAC_SECRET.as_bytes().to_vec(),
             signed_prefix: Vec::new(),
+            ed25519: None,
+            own_body: None,
         },
         Case {
             name: "github",
@@ -221,6 +245,8 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: HMAC_SECRET.as_bytes().to_vec(),
             signed_prefix: Vec::new(),
+            ed25519: None,
+            own_body: None,
         },
         Case {
             name: "svix",
@@ -230,6 +256,8 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: standard_key.clone(),
             signed_prefix: standard_prefix.clone(),
+            ed25519: None,
+            own_body: None,
         },
         Case {
             name: "standard",
@@ -239,6 +267,8 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: standard_key,
             signed_prefix: standard_prefix,
+            ed25519: None,
+            own_body: None,
         },
     ])
 }
@@ -253,7 +283,139 @@ fn stripe_case(name: &'static str, body: &[u8]) -> Result<Case, Box<dyn std::err
             .to_header_map(),
         hmac_key: HMAC_SECRET.as_bytes().to_vec(),
         signed_prefix: format!("{TIMESTAMP}.").into_bytes(),
+        ed25519: None,
+        own_body: None,
     })
+}
+
+/// The providers that shake hands, and Paddle: each verifies an event in its own
+/// provider's shape (padded to `size` in its nested object, the key's fields where the
+/// provider puts them), except Twitch, which keys on a header and reads no body.
+fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
+    let ts = TIMESTAMP.to_string();
+    let hmac_key = HMAC_SECRET.as_bytes().to_vec();
+    // Slack sends `type` and `event_id` after the event
+    let slack = padded_json(
+        size,
+        r#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","team_id":"T0001","api_app_id":"A0001","event":{"type":"app_mention","user":"U0001","ts":"1515449522.000016","metadata":{"#,
+        r#"}},"type":"event_callback","event_id":"Ev0PV52K21","event_time":1515449522}"#,
+    );
+    // Zoom sends `event_ts` after the payload
+    let zoom = padded_json(
+        size,
+        r#"{"event":"meeting.started","payload":{"account_id":"D8cJuqWVQ623CI4Q8yQK0Q","object":{"id":"6962400003","topic":"My Meeting","settings":{"#,
+        r#"}}},"event_ts":1626230691572}"#,
+    );
+    // an interaction, its members in alphabetical order (`id` and `type` after `data`)
+    let discord = padded_json(
+        size,
+        r#"{"application_id":"775799577604522054","channel_id":"772908445358620702","data":{"id":"866818195033292850","name":"blep","options":{"#,
+        r#"}},"id":"786008729715212338","token":"A_UNIQUE_TOKEN","type":2,"version":1}"#,
+    );
+    // Paddle sends `event_id` and `event_type` first
+    let paddle = padded_json(
+        size,
+        r#"{"event_id":"evt_01h8bzakzx3hm2fmen703n5q45","event_type":"transaction.completed","occurred_at":"2023-08-21T11:57:47.390028Z","notification_id":"ntf_01h8bzam1z32agrxjwhjgqk8w6","data":{"id":"txn_01h8bz8kvr4xwyaz49fd8b5tj2","custom_data":{"#,
+        r#"}}}"#,
+    );
+    let twitch_headers =
+        hookbox_twitch::TwitchSigner::new(HMAC_SECRET)?.sign(ID, TIMESTAMP, stripe);
+    let twitch_prefix = format!(
+        "{ID}{}",
+        twitch_headers
+            .get("Twitch-Eventsub-Message-Timestamp")
+            .ok_or("the signer writes the timestamp")?
+    );
+    let discord_signer = hookbox_discord::DiscordSigner::new(&"42".repeat(32))?;
+    let discord_headers = discord_signer.sign(ID, TIMESTAMP, &discord);
+    let key: [u8; 32] = hex::decode(discord_signer.public_key_hex())?
+        .try_into()
+        .map_err(|_| "a public key is 32 bytes")?;
+    let signature: [u8; 64] = hex::decode(
+        discord_headers
+            .get("X-Signature-Ed25519")
+            .ok_or("the signer writes the signature")?,
+    )?
+    .try_into()
+    .map_err(|_| "a signature is 64 bytes")?;
+    let ed25519 = (
+        ed25519_dalek::VerifyingKey::from_bytes(&key)?,
+        ed25519_dalek::Signature::from_bytes(&signature),
+    );
+    Ok(vec![
+        Case {
+            name: "slack",
+            provider: Box::new(hookbox_slack::Slack::new(HMAC_SECRET)?),
+            headers: hookbox_slack::SlackSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, &slack)
+                .to_header_map(),
+            hmac_key: hmac_key.clone(),
+            signed_prefix: format!("v0:{ts}:").into_bytes(),
+            ed25519: None,
+            own_body: Some(slack),
+        },
+        Case {
+            name: "twitch",
+            provider: Box::new(hookbox_twitch::Twitch::new(HMAC_SECRET)?),
+            headers: twitch_headers.to_header_map(),
+            hmac_key: hmac_key.clone(),
+            signed_prefix: twitch_prefix.into_bytes(),
+            ed25519: None,
+            own_body: None,
+        },
+        Case {
+            name: "zoom",
+            provider: Box::new(hookbox_zoom::Zoom::new(HMAC_SECRET)?),
+            headers: hookbox_zoom::ZoomSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, &zoom)
+                .to_header_map(),
+            hmac_key: hmac_key.clone(),
+            signed_prefix: format!("v0:{ts}:").into_bytes(),
+            ed25519: None,
+            own_body: Some(zoom),
+        },
+        Case {
+            name: "discord",
+            provider: Box::new(hookbox_discord::Discord::new(
+                discord_signer.public_key_hex(),
+            )?),
+            headers: discord_headers.to_header_map(),
+            hmac_key: hmac_key.clone(),
+            signed_prefix: ts.clone().into_bytes(),
+            ed25519: Some(ed25519),
+            own_body: Some(discord),
+        },
+        Case {
+            name: "paddle",
+            provider: Box::new(hookbox_paddle::Paddle::new(HMAC_SECRET)?),
+            headers: hookbox_paddle::PaddleSigner::new(HMAC_SECRET)?
+                .sign(ID, TIMESTAMP, &paddle)
+                .to_header_map(),
+            hmac_key,
+            signed_prefix: format!("{ts}:").into_bytes(),
+            ed25519: None,
+            own_body: Some(paddle),
+        },
+    ])
+}
+
+/// `head`, small fields, a padded last field and `tail`: exactly `size` bytes of JSON.
+fn padded_json(size: usize, head: &str, tail: &str) -> Vec<u8> {
+    let mut json = head.to_string();
+    let mut i = 0;
+    loop {
+        let field = format!(r#""key_{i:04}":"value {i}","#);
+        if json.len() + field.len() + tail.len() + 8 > size {
+            break;
+        }
+        json.push_str(&field);
+        i += 1;
+    }
+    let last = r#""z":"""#;
+    let pad = size.saturating_sub(json.len() + tail.len() + last.len());
+    json.push_str(&format!(r#""z":"{}""#, "x".repeat(pad)));
+    json.push_str(tail);
+    json.into_bytes()
 }
 
 /// Where the event's `type` is.

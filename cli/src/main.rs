@@ -35,8 +35,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use hookbox_core::bytes::Bytes;
 
-/// Verify and sign webhook deliveries as Stripe, Shopify, GitHub, Svix and Standard
-/// Webhooks send them.
+/// Verify and sign webhook deliveries as Stripe, Shopify, GitHub, Svix, Standard
+/// Webhooks, Slack, Twitch, Zoom, Discord and Paddle send them.
 #[derive(Debug, Parser)]
 #[command(name = "hookbox", version)]
 struct Cli {

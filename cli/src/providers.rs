@@ -1,11 +1,18 @@
 //! The registry: `--provider` names mapped to the provider crates.
 
-use hookbox_core::{Provider, Secrets, Signer, VerifyError, VerifyOptions};
+use std::time::Duration;
+
+use hookbox_core::{DEFAULT_TOLERANCE, Provider, Secrets, Signer, VerifyError, VerifyOptions};
+use hookbox_discord::{Discord, DiscordSigner};
 use hookbox_github::{GitHub, GitHubSigner};
+use hookbox_paddle::{Paddle, PaddleSigner};
 use hookbox_shopify::{Shopify, ShopifySigner};
+use hookbox_slack::{Slack, SlackSigner};
 use hookbox_standard::{Standard, StandardSigner};
 use hookbox_stripe::{Stripe, StripeSigner};
 use hookbox_svix::{Svix, SvixSigner};
+use hookbox_twitch::{Twitch, TwitchSigner};
+use hookbox_zoom::{Zoom, ZoomSigner};
 
 /// A provider `hookbox` can verify and sign for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -15,6 +22,11 @@ pub(crate) enum ProviderName {
     Github,
     Svix,
     Standard,
+    Slack,
+    Twitch,
+    Zoom,
+    Discord,
+    Paddle,
 }
 
 impl ProviderName {
@@ -26,6 +38,11 @@ impl ProviderName {
             Self::Github => "github",
             Self::Svix => "svix",
             Self::Standard => "standard",
+            Self::Slack => "slack",
+            Self::Twitch => "twitch",
+            Self::Zoom => "zoom",
+            Self::Discord => "discord",
+            Self::Paddle => "paddle",
         }
     }
 
@@ -37,13 +54,39 @@ impl ProviderName {
             Self::Github => hookbox_github::MIN_RETENTION,
             Self::Svix => hookbox_svix::MIN_RETENTION,
             Self::Standard => hookbox_standard::MIN_RETENTION,
+            Self::Slack => hookbox_slack::MIN_RETENTION,
+            Self::Twitch => hookbox_twitch::MIN_RETENTION,
+            Self::Zoom => hookbox_zoom::MIN_RETENTION,
+            Self::Discord => hookbox_discord::MIN_RETENTION,
+            Self::Paddle => hookbox_paddle::MIN_RETENTION,
         }
+    }
+
+    /// Returns the provider's default timestamp tolerance: 300 s, Twitch's 600 s,
+    /// Paddle's 5 s.
+    pub(crate) fn default_tolerance(self) -> Duration {
+        match self {
+            Self::Twitch => hookbox_twitch::DEFAULT_TOLERANCE,
+            Self::Paddle => hookbox_paddle::DEFAULT_TOLERANCE,
+            _ => DEFAULT_TOLERANCE,
+        }
+    }
+
+    /// Returns `true` when the delivery id is in the body, so `--id` signs nothing.
+    pub(crate) fn id_in_body(self) -> bool {
+        matches!(
+            self,
+            Self::Stripe | Self::Slack | Self::Zoom | Self::Discord | Self::Paddle
+        )
     }
 
     /// Returns `true` when one delivery carries one signature per secret; GitHub and
     /// Shopify send exactly one.
     pub(crate) fn signs_with_several_secrets(self) -> bool {
-        matches!(self, Self::Stripe | Self::Svix | Self::Standard)
+        matches!(
+            self,
+            Self::Stripe | Self::Svix | Self::Standard | Self::Paddle
+        )
     }
 }
 
@@ -62,14 +105,21 @@ pub(crate) fn provider(
         ProviderName::Github => Box::new(GitHub::new(secrets)?.with_options(options)),
         ProviderName::Svix => Box::new(Svix::new(secrets)?.with_options(options)),
         ProviderName::Standard => Box::new(Standard::new(secrets)?.with_options(options)),
+        ProviderName::Slack => Box::new(Slack::new(secrets)?.with_options(options)),
+        ProviderName::Twitch => Box::new(Twitch::new(secrets)?.with_options(options)),
+        ProviderName::Zoom => Box::new(Zoom::new(secrets)?.with_options(options)),
+        ProviderName::Discord => Box::new(Discord::new(secrets)?.with_options(options)),
+        ProviderName::Paddle => Box::new(Paddle::new(secrets)?.with_options(options)),
     })
 }
 
 /// What a signer puts in headers besides the signature.
 #[derive(Debug, Default)]
 pub(crate) struct SignerSettings<'a> {
-    /// GitHub's `X-GitHub-Event`, Shopify's topic.
+    /// GitHub's `X-GitHub-Event`, Shopify's topic, Twitch's subscription type.
     pub(crate) event: Option<&'a str>,
+    /// Twitch's `Twitch-Eventsub-Message-Type`.
+    pub(crate) message_type: Option<&'a str>,
     /// Shopify's shop domain.
     pub(crate) shop_domain: Option<&'a str>,
 }
@@ -107,5 +157,21 @@ pub(crate) fn signer(
         }
         ProviderName::Svix => Box::new(SvixSigner::new(secrets.to_vec())?),
         ProviderName::Standard => Box::new(StandardSigner::new(secrets.to_vec())?),
+        ProviderName::Slack => Box::new(SlackSigner::new(first)?),
+        ProviderName::Twitch => {
+            let mut signer = TwitchSigner::new(first)?;
+            if let Some(event) = settings.event {
+                signer = signer.subscription_type(event);
+            }
+            if let Some(message_type) = settings.message_type {
+                signer = signer.message_type(message_type);
+            }
+            Box::new(signer)
+        }
+        ProviderName::Zoom => Box::new(ZoomSigner::new(first)?),
+        // the secret is the signing key's seed (64 hex digits); the receiver holds
+        // its public key
+        ProviderName::Discord => Box::new(DiscordSigner::new(first)?),
+        ProviderName::Paddle => Box::new(PaddleSigner::new(secrets.to_vec())?),
     })
 }

@@ -30,8 +30,9 @@ pub(crate) struct SignArgs {
     #[arg(long, value_enum)]
     provider: ProviderName,
 
-    /// A signing secret, used exactly as given. Stripe, Svix and Standard Webhooks send
-    /// one signature per secret when it is repeated; GitHub and Shopify take one.
+    /// A signing secret, used exactly as given. Stripe, Svix, Standard Webhooks and
+    /// Paddle send one signature per secret when it is repeated; the others take one.
+    /// For Discord it is the Ed25519 signing key's seed (64 hex digits).
     #[arg(
         long = "secret",
         value_name = "SECRET",
@@ -53,9 +54,14 @@ pub(crate) struct SignArgs {
     #[arg(long, value_name = "UNIX_SECONDS", allow_negative_numbers = true)]
     timestamp: Option<i64>,
 
-    /// GitHub's event (X-GitHub-Event) or Shopify's topic.
+    /// GitHub's event (X-GitHub-Event), Shopify's topic or Twitch's subscription type.
     #[arg(long)]
     event: Option<String>,
+
+    /// Twitch's message type (`notification`, `webhook_callback_verification`,
+    /// `revocation`) [default: notification].
+    #[arg(long, value_name = "TYPE")]
+    message_type: Option<String>,
 
     /// Shopify's shop domain (X-Shopify-Shop-Domain).
     #[arg(long, value_name = "DOMAIN")]
@@ -104,6 +110,7 @@ pub(crate) fn sign_delivery(
         ("--id", &args.id),
         ("--event", &args.event),
         ("--shop-domain", &args.shop_domain),
+        ("--message-type", &args.message_type),
     ] {
         if let Some(value) = value {
             check_header_value(option, value)?;
@@ -115,6 +122,7 @@ pub(crate) fn sign_delivery(
     let settings = SignerSettings {
         event: args.event.as_deref(),
         shop_domain: args.shop_domain.as_deref(),
+        message_type: args.message_type.as_deref(),
     };
     let signer = match providers::signer(name, &args.secrets, &settings) {
         Ok(signer) => signer,
@@ -141,10 +149,21 @@ fn check_header_value(option: &str, value: &str) -> Result<(), UsageError> {
 /// command does not silently sign something else.
 fn warn_ignored(args: &SignArgs) {
     let name = args.provider;
-    if args.id.is_some() && name == ProviderName::Stripe {
-        eprintln!("note: stripe reads the event id from the body's `id` field; --id is ignored");
+    if args.id.is_some() && name.id_in_body() {
+        eprintln!(
+            "note: {} reads the delivery id from the body; --id is ignored",
+            name.as_str()
+        );
     }
-    if args.event.is_some() && !matches!(name, ProviderName::Github | ProviderName::Shopify) {
+    if args.message_type.is_some() && name != ProviderName::Twitch {
+        eprintln!("note: only twitch sends a message type; --message-type is ignored");
+    }
+    if args.event.is_some()
+        && !matches!(
+            name,
+            ProviderName::Github | ProviderName::Shopify | ProviderName::Twitch
+        )
+    {
         eprintln!(
             "note: {} sends the event type in the body; --event is ignored",
             name.as_str()
@@ -163,7 +182,14 @@ fn default_id(name: ProviderName, body: &[u8]) -> String {
         ProviderName::Svix | ProviderName::Standard => {
             format!("msg_{}", hex::encode(&digest[..12]))
         }
-        ProviderName::Github | ProviderName::Shopify | ProviderName::Stripe => {
+        ProviderName::Github
+        | ProviderName::Shopify
+        | ProviderName::Stripe
+        | ProviderName::Twitch
+        | ProviderName::Slack
+        | ProviderName::Zoom
+        | ProviderName::Discord
+        | ProviderName::Paddle => {
             let mut uuid = [0u8; 16];
             uuid.copy_from_slice(&digest[..16]);
             // RFC 9562 version 8 (custom) with the standard variant, so UUID parsers accept it

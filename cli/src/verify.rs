@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use hookbox_core::http::{HeaderMap, HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DEFAULT_TOLERANCE, Secrets, VerifiedDelivery, VerifyError, VerifyOptions};
+use hookbox_core::{
+    HandshakeReply, Secrets, Verified, VerifiedDelivery, VerifyError, VerifyOptions,
+};
 use serde::Serialize;
 
 use crate::providers::{self, ProviderName};
@@ -18,6 +20,9 @@ pub(crate) const AFTER_HELP: &str = "\
 Output: one JSON line on stdout.
   verified: {\"ok\":true,\"provider\":…,\"dedupe_key\":…,\"source\":…,\"tenant\":…,\"scope\":…,
              \"event_type\":…,\"correlation_id\":…,\"signed_at\":…,\"body_bytes\":…}
+  handshake: {\"ok\":true,\"provider\":…,\"handshake\":true,\"kind\":…,
+             \"reply\":{\"status\":…,\"content_type\":…,\"body\":…}}
+             (verified; the answer an edge sends, nothing stored)
   rejected: {\"ok\":false,\"error\":\"<kind>\",\"message\":\"<what to fix>\"}
   kinds: missing_header, malformed_header, invalid_secret, signature_mismatch,
          timestamp_too_old, timestamp_in_future, missing_dedupe_key, malformed_body
@@ -58,10 +63,11 @@ pub(crate) struct VerifyArgs {
     #[arg(long, value_name = "UNIX_SECONDS", value_parser = parse_now, allow_negative_numbers = true)]
     now: Option<OffsetDateTime>,
 
-    /// How far a signed timestamp may be from now, in seconds, in either direction.
-    /// Ignored by providers that sign no timestamp (GitHub, Shopify).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TOLERANCE.as_secs())]
-    tolerance: u64,
+    /// How far a signed timestamp may be from now, in seconds, in either direction
+    /// [default: the provider's: 300; Twitch 600, Paddle 5]. Ignored by providers that
+    /// sign no timestamp (GitHub, Shopify).
+    #[arg(long, value_name = "SECONDS")]
+    tolerance: Option<u64>,
 }
 
 /// Verifies the delivery and prints the verdict.
@@ -74,14 +80,24 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
     let now = args.now.unwrap_or_else(OffsetDateTime::now_utc);
     // a local file is not an attack surface: the edge's body limit does not apply
     let options = VerifyOptions::default()
-        .tolerance(Duration::from_secs(args.tolerance))
+        .tolerance(
+            args.tolerance
+                .map_or_else(|| args.provider.default_tolerance(), Duration::from_secs),
+        )
         .max_body_bytes(usize::MAX);
 
     let verdict = providers::provider(args.provider, Secrets::from(args.secrets.clone()), options)
-        .and_then(|provider| provider.verify(&headers, body, now));
+        .and_then(|provider| {
+            let verified = provider.verify_request(&headers, body, now)?;
+            Ok((provider.name(), verified))
+        });
     let (line, status) = match &verdict {
-        Ok(delivery) => (
-            serde_json::to_string(&Verified::new(delivery)),
+        Ok((_, Verified::Event(delivery))) => (
+            serde_json::to_string(&Event::new(delivery)),
+            ExitCode::SUCCESS,
+        ),
+        Ok((provider, Verified::Handshake(reply))) => (
+            serde_json::to_string(&Handshake::new(provider, reply)),
             ExitCode::SUCCESS,
         ),
         Err(err) => (
@@ -96,9 +112,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
     Ok(status)
 }
 
-/// The success line.
+/// The success line of an event.
 #[derive(Debug, Serialize)]
-struct Verified<'a> {
+struct Event<'a> {
     ok: bool,
     provider: &'a str,
     dedupe_key: &'a str,
@@ -111,7 +127,7 @@ struct Verified<'a> {
     body_bytes: usize,
 }
 
-impl<'a> Verified<'a> {
+impl<'a> Event<'a> {
     fn new(delivery: &'a VerifiedDelivery) -> Self {
         let key = delivery.dedupe_key();
         Self {
@@ -125,6 +141,42 @@ impl<'a> Verified<'a> {
             correlation_id: delivery.correlation_id(),
             signed_at: delivery.signed_at().map(OffsetDateTime::unix_timestamp),
             body_bytes: delivery.body().len(),
+        }
+    }
+}
+
+/// The success line of a handshake: verified, and the answer an edge sends.
+#[derive(Debug, Serialize)]
+struct Handshake<'a> {
+    ok: bool,
+    provider: &'a str,
+    handshake: bool,
+    kind: &'a str,
+    reply: Reply,
+}
+
+/// A handshake's reply as the edge sends it.
+#[derive(Debug, Serialize)]
+struct Reply {
+    status: u16,
+    content_type: Option<&'static str>,
+    /// The body as text (every provider's reply is text); bytes that are not UTF-8
+    /// would print as U+FFFD.
+    body: String,
+}
+
+impl<'a> Handshake<'a> {
+    fn new(provider: &'a str, reply: &'a HandshakeReply) -> Self {
+        Self {
+            ok: true,
+            provider,
+            handshake: true,
+            kind: reply.kind(),
+            reply: Reply {
+                status: reply.status().as_u16(),
+                content_type: reply.content_type(),
+                body: String::from_utf8_lossy(reply.body()).into_owned(),
+            },
         }
     }
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 ///
 /// The first eight variants map one-to-one to the error kinds of the `hookbox verify`
 /// command-line contract ([`VerifyError::kind`]); [`VerifyError::BodyTooLarge`] is the
-/// edge's size limit, which the command line does not apply. Every variant is the
+/// edge's size limit, which the command line does not apply, and
+/// [`VerifyError::Handshake`] is what `verify` says of a handshake, which
+/// [`Provider::verify_request`](crate::Provider::verify_request) answers instead. Every variant is the
 /// sender's fault or a configuration mistake, never a transient failure: retrying the
 /// same bytes gives the same answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,6 +81,17 @@ pub enum VerifyError {
         /// What is wrong with the body.
         reason: String,
     },
+    /// The request is a handshake (Slack's `url_verification`, Discord's `PING`, …),
+    /// not an event: [`Provider::verify`](crate::Provider::verify) has no event to
+    /// return. Call [`Provider::verify_request`](crate::Provider::verify_request),
+    /// which returns the reply the provider expects.
+    #[error(
+        "the request is a `{handshake}` handshake, not an event; answer it through Provider::verify_request"
+    )]
+    Handshake {
+        /// The provider's name for the handshake.
+        handshake: String,
+    },
     /// The body is larger than the configured limit; nothing was verified.
     #[error("body too large: {len} bytes, the limit is {limit} bytes")]
     BodyTooLarge {
@@ -109,6 +122,7 @@ impl VerifyError {
             Self::MissingDedupeKey { .. } => "missing_dedupe_key",
             Self::MalformedBody { .. } => "malformed_body",
             Self::BodyTooLarge { .. } => "body_too_large",
+            Self::Handshake { .. } => "handshake",
         }
     }
 
@@ -124,7 +138,8 @@ impl VerifyError {
             Self::MissingHeader { .. }
             | Self::MalformedHeader { .. }
             | Self::MissingDedupeKey { .. }
-            | Self::MalformedBody { .. } => StatusCode::BAD_REQUEST,
+            | Self::MalformedBody { .. }
+            | Self::Handshake { .. } => StatusCode::BAD_REQUEST,
             Self::SignatureMismatch { .. }
             | Self::TimestampTooOld { .. }
             | Self::TimestampInFuture { .. } => StatusCode::UNAUTHORIZED,

@@ -51,6 +51,7 @@ mod error;
 #[cfg(feature = "worker")]
 mod guard;
 mod handler;
+mod handshake;
 mod headers;
 mod inbox;
 mod outbox;
@@ -76,6 +77,7 @@ pub use guard::{Abandoned, GuardedRun, run_guarded};
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
+pub use handshake::{HandshakeReply, Verified};
 pub use headers::{HeadersJsonError, LegacyText};
 pub use inbox::{
     AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,

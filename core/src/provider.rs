@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use time::OffsetDateTime;
 
-use crate::{Retention, VerifiedDelivery, VerifyError};
+use crate::{Retention, Verified, VerifiedDelivery, VerifyError};
 
 /// The default signed-timestamp tolerance: 300 s, in both directions, as Stripe's and
 /// Svix's libraries use.
@@ -48,6 +48,27 @@ pub trait Provider: Send + Sync {
         body: Bytes,
         now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError>;
+
+    /// Verifies a request that may be a handshake rather than an event.
+    ///
+    /// Providers that send handshakes (Slack, Twitch, Zoom, Discord) implement it and
+    /// answer [`Verified::Handshake`] with the reply the provider expects; their
+    /// [`Provider::verify`] refuses a handshake with [`VerifyError::Handshake`]. An
+    /// edge calls this method: it answers a handshake at once, stores nothing and runs
+    /// no handler. The default wraps [`Provider::verify`], for providers that send
+    /// only events.
+    ///
+    /// # Errors
+    /// As [`Provider::verify`]; a handshake is verified like an event where the
+    /// provider signs it.
+    fn verify_request(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<Verified, VerifyError> {
+        self.verify(headers, body, now).map(Verified::Event)
+    }
 }
 
 /// Options shared by every provider.
@@ -174,6 +195,15 @@ impl<P: Provider + ?Sized> Provider for Box<P> {
     ) -> Result<VerifiedDelivery, VerifyError> {
         (**self).verify(headers, body, now)
     }
+
+    fn verify_request(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<Verified, VerifyError> {
+        (**self).verify_request(headers, body, now)
+    }
 }
 
 /// Forwards to the shared provider.
@@ -197,5 +227,14 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
         now: OffsetDateTime,
     ) -> Result<VerifiedDelivery, VerifyError> {
         (**self).verify(headers, body, now)
+    }
+
+    fn verify_request(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<Verified, VerifyError> {
+        (**self).verify_request(headers, body, now)
     }
 }

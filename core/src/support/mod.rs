@@ -5,6 +5,10 @@
 //! each of those crates keeps its facts (headers, signed content, [`MacFormat`]) and
 //! hands the comparison and its explanation to it.
 //!
+//! [`BodyKeys`] reads the few fields a provider needs from a JSON body (Stripe's
+//! event id, Slack's `event_id`, Zoom's `event` and `event_ts`) without building a
+//! JSON tree.
+//!
 //! Users of a provider crate do not need this module.
 //!
 //! # Canonical signatures
@@ -17,12 +21,14 @@
 //! the received text was a MAC in another spelling (a mismatch worth explaining) or
 //! not a MAC at all (a malformed header).
 
+mod body_keys;
 mod diagnose;
 mod encoding;
 mod headers;
 mod mac;
 mod text_keys;
 
+pub use body_keys::{BodyFields, BodyKeys, BodyValue, Malformed, is_json};
 pub use diagnose::{diagnose_mismatch, non_canonical_hint};
 pub use encoding::{
     BASE64_CANONICAL, BASE64_LENIENT, MacEncoding, MacText, Spelling, base64_spelling,

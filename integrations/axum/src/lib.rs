@@ -72,6 +72,7 @@
 //! | stored now (inbox) | 200 | `{"ok":true,"outcome":"stored"}` |
 //! | stored or applied before (a retry, a concurrent copy) | 200 | `{"ok":true,"outcome":"duplicate"}` |
 //! | applied now (inline) | 200 | `{"ok":true,"outcome":"applied"}` |
+//! | a handshake (Slack `url_verification`, Twitch `webhook_callback_verification`, Zoom `endpoint.url_validation`, Discord `PING`), verified; nothing stored, no handler run | what the provider expects (200 or 204) | the provider's expected reply (the challenge, Zoom's tokens, `{"type":1}`) |
 //! | a required header is missing or malformed; the body is malformed or has no dedupe key; the body could not be read | 400 | `error`: `missing_header`, `malformed_header`, `malformed_body`, `missing_dedupe_key`, `unreadable_body` |
 //! | the signature does not match; the timestamp is outside the window | 401 | `error`: `signature_mismatch`, `timestamp_too_old`, `timestamp_in_future` |
 //! | the body did not arrive within `body_read_timeout` (`serve`) | 408 | `error`: `body_timeout` (the one 4xx a retry can pass) |
@@ -118,7 +119,7 @@
 //! | `scope` | the dedupe key's scope: the source, and `/tenant` where there is one |
 //! | `delivery_id` | the provider's delivery id |
 //! | `event_type` | the provider's event type, where verification read one |
-//! | `outcome` | `stored`, `duplicate` or `applied` |
+//! | `outcome` | `stored`, `duplicate`, `applied` or `handshake` (its name is the `event_type`) |
 //! | `status` | the HTTP status answered |
 //! | `error` | the error kind, for a refused delivery |
 //!

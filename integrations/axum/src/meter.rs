@@ -30,7 +30,7 @@ pub(crate) fn delivery(provider: &str, started: Instant, result: &Result<Outcome
     .record(started.elapsed().as_secs_f64());
 }
 
-/// The `outcome` label: what the sender was told, in five words.
+/// The `outcome` label: what the sender was told, in a word or two.
 fn outcome(result: &Result<Outcome, EdgeError>) -> &'static str {
     match result {
         Ok(outcome) => outcome.as_str(),

@@ -7,7 +7,7 @@ use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::{
     Clock, Delivery, Handler, IdempotencyStore, Inbox, ProcessError, Processed, Provider, Received,
-    VerifiedDelivery, error_chain,
+    Verified, VerifiedDelivery, error_chain,
 };
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
@@ -20,7 +20,10 @@ use crate::{EdgeError, Outcome};
 /// ([`VerifyOptions::body_limit`](hookbox_core::VerifyOptions::body_limit));
 /// `clock` supplies `now` for the timestamp window. Both [`Outcome::Stored`] and
 /// [`Outcome::Duplicate`] mean the delivery is durably stored: answer 200 and let a
-/// worker ([`hookbox_core::run_worker`]) apply it.
+/// worker ([`hookbox_core::run_worker`]) apply it. A handshake
+/// ([`Provider::verify_request`]) is [`Outcome::Handshake`]: nothing is stored, and
+/// the answer is the provider's expected reply ([`Outcome::status`],
+/// [`Outcome::content_type`], [`Outcome::body`]).
 ///
 /// The work runs in a `hookbox.delivery` span (see the [crate docs](crate#tracing)).
 ///
@@ -42,8 +45,8 @@ use crate::{EdgeError, Outcome};
 ///
 /// let github = GitHub::new("It's a Secret to Everybody")?;
 /// let (status, json) = match receive(&github, store, &SystemClock, headers, body).await {
-///     Ok(outcome) => (outcome.status(), outcome.to_json()),
-///     Err(err) => (err.status(), err.to_json()),
+///     Ok(outcome) => (outcome.status(), outcome.body()),
+///     Err(err) => (err.status(), err.to_json().into()),
 /// };
 /// # let _ = (status, json);
 /// # Ok(())
@@ -60,7 +63,10 @@ pub async fn receive<S: Inbox>(
     let span = delivery_span(provider.name());
     async {
         let result = async {
-            let delivery = verify(provider, clock, headers, body)?;
+            let delivery = match verify(provider, clock, headers, body)? {
+                Verified::Event(delivery) => delivery,
+                Verified::Handshake(reply) => return Ok(Outcome::Handshake(reply)),
+            };
             match store.receive(&delivery).await {
                 Ok(Received::Stored) => Ok(Outcome::Stored),
                 Ok(Received::Duplicate) => Ok(Outcome::Duplicate),
@@ -82,7 +88,8 @@ pub async fn receive<S: Inbox>(
 /// ([`IdempotencyStore::process_once`]), on its connection, with the delivery's
 /// [`Delivery`] view; its writes and the dedupe key commit together or not at all. A
 /// copy whose key is already committed answers [`Outcome::Duplicate`] without running
-/// it.
+/// it, and a handshake answers [`Outcome::Handshake`] without running it or touching
+/// the store.
 ///
 /// Prefer the inbox ([`receive`]) for anything slow: the sender waits for the whole
 /// transaction (Shopify gives up after 5 s, GitHub after 10 s), a concurrent copy
@@ -111,7 +118,10 @@ where
     async {
         let result = async {
             let now = clock.now();
-            let delivery = Delivery::received_now(verify(provider, clock, headers, body)?, now);
+            let delivery = match verify(provider, clock, headers, body)? {
+                Verified::Event(delivery) => Delivery::received_now(delivery, now),
+                Verified::Handshake(reply) => return Ok(Outcome::Handshake(reply)),
+            };
             let delivery = &delivery;
             let processed = store
                 .process_once(delivery.dedupe_key(), async |conn| {
@@ -133,14 +143,29 @@ where
     .await
 }
 
-/// Verifies at the clock's `now` and records the dedupe key on the current span.
+/// Verifies at the clock's `now` and records the dedupe key (or the handshake's
+/// name, as its event type) on the current span.
 fn verify(
     provider: &dyn Provider,
     clock: &dyn Clock,
     headers: &HeaderMap,
     body: Bytes,
-) -> Result<VerifiedDelivery, EdgeError> {
-    let delivery = provider.verify(headers, body, clock.now())?;
+) -> Result<Verified, EdgeError> {
+    let delivery = match provider.verify_request(headers, body, clock.now())? {
+        Verified::Event(delivery) => delivery,
+        handshake @ Verified::Handshake(_) => {
+            if let Some(reply) = handshake.handshake() {
+                Span::current().record("event_type", reply.kind());
+            }
+            return Ok(handshake);
+        }
+    };
+    record(&delivery);
+    Ok(Verified::Event(delivery))
+}
+
+/// Records the dedupe key and event type of a verified delivery on the current span.
+fn record(delivery: &VerifiedDelivery) {
     let key = delivery.dedupe_key();
     let span = Span::current();
     span.record("scope", key.scope());
@@ -148,7 +173,6 @@ fn verify(
     if let Some(event_type) = delivery.event_type() {
         span.record("event_type", event_type);
     }
-    Ok(delivery)
 }
 
 /// The span every delivery runs in. Its fields never hold the body, a header value

@@ -145,4 +145,30 @@ async fn counters_move_for_each_outcome_over_real_http() {
         text.contains("hookbox_inbox_oldest_pending_age_seconds "),
         "{text}"
     );
+
+    // a handshake is an outcome of its own, answered with the provider's reply
+    let slack = hookbox_slack::Slack::new("slack-secret").unwrap();
+    let slack = serve(Webhook::inbox(slack, store.clone()).into_router("/slack")).await;
+    let challenge = r#"{"type":"url_verification","challenge":"c-123"}"#;
+    let now = hookbox_core::time::OffsetDateTime::now_utc().unix_timestamp();
+    let headers = hookbox_core::Signer::sign(
+        &hookbox_slack::SlackSigner::new("slack-secret").unwrap(),
+        "",
+        now,
+        challenge.as_bytes(),
+    )
+    .to_header_map();
+    let (status, _, reply) = client
+        .post_raw(&format!("{}/slack", slack.url), &headers, challenge)
+        .await;
+    assert_eq!((status, &reply[..]), (200, &b"c-123"[..]));
+    assert_eq!(
+        sample(
+            &handle,
+            "hookbox_deliveries_total",
+            "provider=\"slack\",outcome=\"handshake\""
+        ),
+        1.0
+    );
+    assert!(handle.render().contains("hookbox_inbox_pending 1"));
 }

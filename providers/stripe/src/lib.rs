@@ -11,14 +11,14 @@
 //! | retention minimum | 30 days: the Stripe CLI resends "events that have been created within the last 30 days" (the Dashboard allows 15) | [`stripe events resend`](https://docs.stripe.com/cli/events/resend), [Process undelivered events](https://docs.stripe.com/webhooks/process-undelivered-events) |
 //!
 //! Verification checks, in order: the body size, the header's shape, the signature
-//! over the raw bytes, the timestamp window, then the body: an empty body, or one that
-//! stops being JSON before the fields below are read, is
-//! [`VerifyError::MalformedBody`], a body without a string `id` is
+//! over the raw bytes, the timestamp window, then the body: an empty body, one that is
+//! not a JSON object, or one that stops being JSON before the fields below are read,
+//! is [`VerifyError::MalformedBody`], a body without a string `id` is
 //! [`VerifyError::MissingDedupeKey`].
 //!
-//! Only `id`, `type` and `data.object.id` are read, by a scanner that builds no JSON
-//! tree and runs only once the signature matched, so a new event type or API version
-//! verifies.
+//! Only `id`, `type` and `data.object.id` are read, by hookbox-core's body-key reader
+//! ([`BodyKeys`](hookbox_core::support::BodyKeys)), which builds no JSON tree and runs
+//! only once the signature matched, so a new event type or API version verifies.
 //! The scan **stops as soon as those three are settled** (read, or known to be absent):
 //! the rest of the body is authenticated by the signature, and checked when a handler
 //! parses it ([`Delivery::parse`](hookbox_core::Delivery::parse)). On the way, values
@@ -77,12 +77,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod event;
-
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::support::{
-    HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, parse_unix_seconds, text_hmac_keys,
+    BodyKeys, HeaderSpec, HmacKey, MacEncoding, MacFormat, TextKeys, is_json, parse_unix_seconds,
+    text_hmac_keys,
 };
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -108,6 +107,9 @@ const MAC: MacFormat = MacFormat {
 
 /// Where the dedupe key lives: the event's top-level `id`.
 const ID_FIELD: &str = "id";
+
+/// The fields read from the event: `id`, `type` and `data.object.id`, in that order.
+const EVENT: BodyKeys = BodyKeys::new(&[&[ID_FIELD], &["type"], &["data", "object", "id"]]);
 
 /// Verifies Stripe deliveries.
 #[derive(Debug, Clone)]
@@ -171,22 +173,32 @@ impl Provider for Stripe {
             });
         }
         // only authenticated bytes are scanned
-        let event = event::read(&body).map_err(|err| VerifyError::MalformedBody {
-            reason: format!("the body is not a JSON event object ({err})"),
+        let event = EVENT.read(&body).map_err(|err| {
+            // JSON that is not an object has no `id`: the command-line contract calls
+            // that a missing dedupe key (checked on the failure path only)
+            if err.is_not_an_object() && is_json(&body) {
+                VerifyError::MissingDedupeKey {
+                    field: ID_FIELD.to_string(),
+                }
+            } else {
+                VerifyError::MalformedBody {
+                    reason: format!("the body is not a JSON event object ({err})"),
+                }
+            }
         })?;
         // an empty id would make every such event a duplicate of the first
-        let Some(id) = event.id.filter(|id| !id.is_empty()) else {
+        let Some(id) = event.text(0).filter(|id| !id.is_empty()) else {
             return Err(VerifyError::MissingDedupeKey {
                 field: ID_FIELD.to_string(),
             });
         };
-        let key = DedupeKey::new(self.options.source_or(NAME), NAME, &*id);
+        let key = DedupeKey::new(self.options.source_or(NAME), NAME, id);
+        let kind = event.text(1);
         let correlation_id = event
-            .object_id
-            .as_deref()
-            .zip(event.kind.as_deref())
+            .text(2)
+            .zip(kind)
             .map(|(object, kind)| DeliveryText::concat(&[object, ":", kind]));
-        let event_type = event.kind.as_deref().map(DeliveryText::from);
+        let event_type = kind.map(DeliveryText::from);
 
         Ok(VerifiedDelivery::from_parts(DeliveryParts {
             key,

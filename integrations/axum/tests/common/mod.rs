@@ -318,6 +318,26 @@ impl HttpClient {
 }
 
 impl HttpClient {
+    /// POSTs `body` with `headers` to `url` and reads the answer as it is: the
+    /// status, the headers and the body's bytes (a handshake's reply need not be JSON).
+    pub async fn post_raw(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: impl Into<Bytes>,
+    ) -> (u16, HeaderMap, Bytes) {
+        let mut request = Request::post(url);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Full::new(body.into())).unwrap();
+        let response = self.0.request(request).await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, bytes)
+    }
+
     /// GETs `url` and reads the JSON answer.
     pub async fn get(&self, url: &str) -> Answer {
         let request = Request::get(url).body(Full::new(Bytes::new())).unwrap();

@@ -5,11 +5,30 @@
 
 use std::fmt;
 
-/// Why a body is not a JSON event, and where.
+/// Why a body is not a JSON object with the fields a [`BodyKeys`](super::BodyKeys)
+/// reads, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Malformed {
+pub struct Malformed {
     pub(super) reason: &'static str,
     pub(super) at: usize,
+}
+
+impl Malformed {
+    /// Returns what is wrong, in a few words.
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    /// Returns `true` when the body does not start with an object (it may still be
+    /// some other JSON value: an array, a string, a number).
+    pub fn is_not_an_object(&self) -> bool {
+        self.reason == NOT_AN_OBJECT
+    }
+
+    /// Returns the offset in the body where it went wrong.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
 }
 
 impl fmt::Display for Malformed {
@@ -17,6 +36,11 @@ impl fmt::Display for Malformed {
         write!(f, "{} at byte {}", self.reason, self.at)
     }
 }
+
+impl std::error::Error for Malformed {}
+
+/// The reason given for a body that does not start with an object.
+pub(super) const NOT_AN_OBJECT: &str = "expected a JSON object";
 
 pub(super) const WHITESPACE: [bool; 256] = {
     let mut table = [false; 256];

@@ -1,21 +1,21 @@
-//! The scan: one token per turn on the path to the fields read, skipped values
-//! followed to their end, and the stop once the three fields are settled.
+//! The scan: one token per turn on the paths to the fields read, skipped values
+//! followed to their end, and the stop once every field is settled.
 
 use std::borrow::Cow;
 
-use super::fields::{Event, Field, Role, SETTLED_ALL};
+use super::BodyValue;
 use super::lex::{
-    Malformed, Span, WHITESPACE, container_marks, number, skip_string, string_end, unescape,
+    Malformed, NOT_AN_OBJECT, Span, WHITESPACE, container_marks, number, skip_string, string_end,
+    unescape,
 };
+use super::paths::{MAX_DEPTH, MAX_FIELDS, Paths, Target};
 
-/// Reads the event's `id`, `type` and `data.object.id` from `body`, stopping once the
-/// three are settled.
-///
-/// # Errors
-/// The body stops being JSON before the three fields are settled, or ends before
-/// they are (a body without one of them is read to its end).
-pub(crate) fn read(body: &[u8]) -> Result<Event<'_>, Malformed> {
-    let mut scanner = Scanner::new(body);
+/// The values read, by field.
+pub(super) type Values<'a> = [Option<BodyValue<'a>>; MAX_FIELDS];
+
+/// Reads the fields of `paths` from `body`, stopping once all are settled.
+pub(super) fn read<'a>(paths: &Paths, body: &'a [u8]) -> Result<Values<'a>, Malformed> {
+    let mut scanner = Scanner::new(paths, body);
     scanner.scan()?;
     scanner.finish()
 }
@@ -35,56 +35,73 @@ enum Expect {
     Skip,
     /// Nothing but whitespace (after the top-level value).
     End,
-    /// Nothing: the three fields are settled and the rest is not read.
+    /// Nothing: every field is settled and the rest is not read.
     Done,
 }
 
+/// What the value being parsed is to the paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// Nothing: skipped.
+    Other,
+    /// The whole body (node 0).
+    Top,
+    /// An object on the paths, when it is one.
+    Node(u8),
+    /// A field that is read.
+    Leaf(u8),
+}
+
 /// The scan of one body.
-struct Scanner<'a> {
+struct Scanner<'p, 'a> {
+    paths: &'p Paths,
     body: &'a [u8],
     at: usize,
     expect: Expect,
-    /// The roles of the open objects on the path to the fields read (at most three:
-    /// the event, `data`, `data.object`).
-    roles: [Role; 3],
+    /// The nodes of the open objects on the paths.
+    roles: [u8; MAX_DEPTH],
     depth: usize,
     /// How many containers are open inside the value being skipped.
     skipped: usize,
     /// Whether the skip is of the rest of the innermost object on the path, which
     /// closes that object when it ends.
     closing: bool,
-    /// What the value being parsed or skipped is to the event.
+    /// What the value being parsed or skipped is.
     field: Field,
-    /// The keys on the path seen so far (the first copy of each counts).
-    seen: u8,
-    /// The fields read or known to be absent; all three stop the scan.
-    settled: u8,
-    event: Event<'a>,
+    /// The steps seen so far (the first copy of a key counts).
+    seen: u32,
+    /// The fields read or known to be absent.
+    settled: u16,
+    /// Every field.
+    all: u16,
+    values: Values<'a>,
 }
 
-impl<'a> Scanner<'a> {
-    fn new(body: &'a [u8]) -> Self {
+impl<'p, 'a> Scanner<'p, 'a> {
+    fn new(paths: &'p Paths, body: &'a [u8]) -> Self {
         Self {
+            paths,
             body,
             at: 0,
             expect: Expect::Value,
-            roles: [Role::Event; 3],
+            roles: [0; MAX_DEPTH],
             depth: 0,
             skipped: 0,
             closing: false,
             field: Field::Top,
             seen: 0,
             settled: 0,
-            event: Event::default(),
+            all: paths.leaves(0),
+            values: Default::default(),
         }
     }
 
-    /// Returns the fields once the scan has ended, or why the body ended too soon.
-    fn finish(self) -> Result<Event<'a>, Malformed> {
+    /// Returns the values once the scan has ended, or why the body ended too soon.
+    fn finish(self) -> Result<Values<'a>, Malformed> {
         match self.expect {
-            Expect::Done | Expect::End => Ok(self.event),
+            Expect::Done | Expect::End => Ok(self.values),
             Expect::Value if self.depth == 0 => Err(Malformed {
-                reason: "expected a JSON value",
+                reason: NOT_AN_OBJECT,
                 at: self.at,
             }),
             _ => Err(Malformed {
@@ -94,12 +111,37 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// The scan loop: one token per turn, the position in a local, until the three
-    /// fields are settled or the body ends.
+    /// The fields a value of `field` settles once it is complete without opening an
+    /// object on the paths: the field itself, or every field under a node whose value
+    /// is not an object.
+    #[inline]
+    fn settles(&self, field: Field) -> u16 {
+        match field {
+            Field::Leaf(i) => 1 << i,
+            Field::Node(node) => self.paths.leaves(node),
+            Field::Other | Field::Top => 0,
+        }
+    }
+
+    /// The scan loop: one token per turn, the position in a local, until every
+    /// field is settled or the body ends.
     fn scan(&mut self) -> Result<(), Malformed> {
         let body = self.body;
         let mut at = self.at;
         let fail = |reason, at| Malformed { reason, at };
+        if self.all == 0 {
+            // nothing to read: the body must still open an object
+            while body.get(at).is_some_and(|&b| WHITESPACE[usize::from(b)]) {
+                at += 1;
+            }
+            return match body.get(at) {
+                Some(b'{') => {
+                    self.expect = Expect::Done;
+                    Ok(())
+                }
+                _ => Err(fail(NOT_AN_OBJECT, at)),
+            };
+        }
         while at < body.len() {
             let byte = body[at];
             if self.expect != Expect::Skip && WHITESPACE[usize::from(byte)] {
@@ -140,22 +182,26 @@ impl<'a> Scanner<'a> {
                     at += 1;
                     self.expect = Expect::Value;
                 }
+                Expect::Value if self.field == Field::Top && byte != b'{' => {
+                    return Err(fail(NOT_AN_OBJECT, at));
+                }
                 Expect::Value => match byte {
-                    b'"' if self.field.is_kept() => {
+                    b'"' if matches!(self.field, Field::Leaf(_)) => {
                         let span = string_end(body, at + 1)?;
                         self.read_string(span)?;
                         at = span.end + 1;
-                        self.after_value(self.field.settles());
+                        self.after_value(self.settles(self.field));
                     }
                     b'"' => {
                         at = skip_string(body, at + 1)? + 1;
-                        self.after_value(self.field.settles());
+                        self.after_value(self.settles(self.field));
                     }
                     b'{' => {
                         at += 1;
-                        match self.field.object_role() {
-                            Some(role) => self.open_object(role),
-                            None => self.start_skip(),
+                        match self.field {
+                            Field::Top => self.open_object(0),
+                            Field::Node(node) => self.open_object(node),
+                            Field::Other | Field::Leaf(_) => self.start_skip(),
                         }
                     }
                     b'[' => {
@@ -163,8 +209,14 @@ impl<'a> Scanner<'a> {
                         self.start_skip();
                     }
                     b'-' | b'0'..=b'9' => {
-                        at = number(body, at)?;
-                        self.after_value(self.field.settles());
+                        let end = number(body, at)?;
+                        if let Field::Leaf(i) = self.field {
+                            // `number` checked the grammar: ASCII digits and signs
+                            let text = std::str::from_utf8(&body[at..end]).unwrap_or_default();
+                            self.values[usize::from(i)] = Some(BodyValue::Number(text));
+                        }
+                        at = end;
+                        self.after_value(self.settles(self.field));
                     }
                     b't' | b'f' | b'n' => {
                         let word: &[u8] = match byte {
@@ -176,7 +228,7 @@ impl<'a> Scanner<'a> {
                             return Err(fail("expected `true`, `false` or `null`", at));
                         }
                         at += word.len();
-                        self.after_value(self.field.settles());
+                        self.after_value(self.settles(self.field));
                     }
                     _ => return Err(fail("expected a JSON value", at)),
                 },
@@ -254,7 +306,7 @@ impl<'a> Scanner<'a> {
             self.closing = false;
             self.close_object();
         } else {
-            self.after_value(self.field.settles());
+            self.after_value(self.settles(self.field));
         }
         end
     }
@@ -266,17 +318,17 @@ impl<'a> Scanner<'a> {
     }
 
     /// Records the end of a value that `settles` fields, and stops the scan once all
-    /// three are settled.
+    /// are settled.
     #[inline]
-    fn after_value(&mut self, settles: u8) {
+    fn after_value(&mut self, settles: u16) {
         self.settled |= settles;
-        self.expect = if self.settled == SETTLED_ALL {
+        self.expect = if self.settled == self.all {
             Expect::Done
         } else if self.depth == 0 {
             Expect::End
-        } else if self.roles[self.depth - 1].yields() & !self.settled == 0 {
-            // nothing more to read in this object (`data` or `data.object` once
-            // `data.object.id` is settled): its other members are skipped to its end
+        } else if self.paths.leaves(self.roles[self.depth - 1]) & !self.settled == 0 {
+            // nothing more to read in this object: its other members are skipped to
+            // its end
             self.skipped = 1;
             self.closing = true;
             Expect::Skip
@@ -285,25 +337,33 @@ impl<'a> Scanner<'a> {
         };
     }
 
-    /// Opens an object on the path to the fields read.
+    /// Opens an object on the paths.
     #[inline]
-    fn open_object(&mut self, role: Role) {
-        self.roles[self.depth] = role;
+    fn open_object(&mut self, node: u8) {
+        self.roles[self.depth] = node;
         self.depth += 1;
         self.expect = Expect::KeyOrClose;
     }
 
-    /// Closes the innermost object on the path (at its closing brace).
+    /// Closes the innermost object on the paths (at its closing brace): every field
+    /// under it that was not read is absent. The body's own close settles nothing,
+    /// so what follows it is still checked.
     #[inline]
     fn close_object(&mut self) {
         self.depth -= 1;
-        self.after_value(self.roles[self.depth].settles());
+        let node = self.roles[self.depth];
+        let settles = if node == 0 {
+            0
+        } else {
+            self.paths.leaves(node)
+        };
+        self.after_value(settles);
     }
 
-    /// Returns what the value of `key` is to the event, in an object on the path.
+    /// Returns what the value of `key` is, in an object on the paths.
     #[inline(never)]
     fn key_field(&mut self, key: Span) -> Result<Field, Malformed> {
-        let role = self.roles[self.depth - 1];
+        let node = self.roles[self.depth - 1];
         // a key is compared decoded, as `serde_json` compares field names
         let decoded;
         let text: &[u8] = if key.escaped {
@@ -312,9 +372,19 @@ impl<'a> Scanner<'a> {
         } else {
             &self.body[key.start..key.end]
         };
-        let (field, seen) = Field::of_key(role, text, self.seen);
-        self.seen = seen;
-        Ok(field)
+        let Some((target, step)) = self.paths.step(node, text) else {
+            return Ok(Field::Other);
+        };
+        let bit = 1u32 << step;
+        if self.seen & bit != 0 {
+            // a later copy of a key on the paths is skipped
+            return Ok(Field::Other);
+        }
+        self.seen |= bit;
+        Ok(match target {
+            Target::Node(node) => Field::Node(node),
+            Target::Leaf(i) => Field::Leaf(i),
+        })
     }
 
     /// Keeps a string that is read.
@@ -326,7 +396,9 @@ impl<'a> Scanner<'a> {
             // `string_end` checked that it is UTF-8
             Cow::Borrowed(std::str::from_utf8(&self.body[span.start..span.end]).unwrap_or_default())
         };
-        self.event.keep(self.field, text);
+        if let Field::Leaf(i) = self.field {
+            self.values[usize::from(i)] = Some(BodyValue::Text(text));
+        }
         Ok(())
     }
 }

@@ -1,0 +1,104 @@
+//! The example over real HTTP, on the backend it was built for (SQLite by default, a
+//! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
+//! and written to the ledger once; a forged copy is refused; the handshake gets its documented answer and leaves no row.
+
+use hookbox_example_testkit::{Sandbox, unique};
+use hookbox_zoom::ZoomSigner;
+
+const BIN: &str = env!("CARGO_BIN_EXE_example-zoom");
+const PATH: &str = "/webhooks/zoom";
+/// The example's documented demo secret.
+const SECRET: &str = "hookbox-zoom-demo-secret-token";
+const HANDSHAKE: &[u8] = include_bytes!("../handshake.json");
+
+/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+async fn sandbox() -> Option<Sandbox> {
+    Sandbox::for_build(cfg!(feature = "postgres")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_sent_twice_is_applied_once_and_a_forgery_is_refused() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let example = sandbox.start(BIN, &[]);
+    let signer = ZoomSigner::new(SECRET).unwrap();
+    // Zoom sends no id: the key is `{event}:{event_ts}` (each test has its own store)
+    let ts = 1_626_230_691_572_u64;
+    let id = String::new();
+    let body = format!(r#"{{"event":"meeting.started","payload":{{}},"event_ts":{ts}}}"#);
+    let key = format!("meeting.started:{ts}");
+
+    let first = example.send(PATH, &signer, &id, body.as_bytes()).await;
+    assert_eq!(
+        (first.status, first.outcome().as_str()),
+        (200, "stored"),
+        "{first:?}"
+    );
+    let retry = example.send(PATH, &signer, &id, body.as_bytes()).await;
+    assert_eq!(
+        (retry.status, retry.outcome().as_str()),
+        (200, "duplicate"),
+        "{retry:?}"
+    );
+
+    let forger = ZoomSigner::new("not-the-secret-token").unwrap();
+    let forged = example.send(PATH, &forger, &id, body.as_bytes()).await;
+    assert_eq!(
+        (forged.status, forged.outcome().as_str()),
+        (401, "signature_mismatch"),
+        "{forged:?}"
+    );
+
+    let stats = sandbox.wait_processed(1).await;
+    assert_eq!(
+        stats.processed, 1,
+        "one row: the duplicate and the forgery were not stored"
+    );
+    let lines = format!(
+        "SELECT COUNT(*) AS n FROM event_ledger WHERE delivery_id = '{key}' AND event_type = 'meeting.started'"
+    );
+    assert_eq!(sandbox.query_i64(&lines).await, 1, "applied exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handshake_gets_its_documented_answer_and_leaves_no_row() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let example = sandbox.start(BIN, &["serve", "--no-worker"]);
+    let signer = ZoomSigner::new(SECRET).unwrap();
+    let reply = example
+        .send(PATH, &signer, &unique("handshake"), HANDSHAKE)
+        .await;
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["plainToken"], "qgg8vlvZRS6UYooatFL8Aw", "{reply:?}");
+    let expected = hookbox_core::support::HmacKey::new(SECRET.as_bytes()).sign_text(
+        &[b"qgg8vlvZRS6UYooatFL8Aw"],
+        hookbox_core::support::MacEncoding::LowerHex,
+    );
+    assert_eq!(answer["encryptedToken"], expected.as_str(), "{reply:?}");
+    assert_eq!(reply.status, 200);
+    // a second handshake gets the same answer: nothing was claimed
+    let again = example
+        .send(PATH, &signer, &unique("handshake"), HANDSHAKE)
+        .await;
+    assert_eq!(again, reply);
+    // forged, it is refused like an event
+    let forger = ZoomSigner::new("not-the-secret-token").unwrap();
+    let forged = example
+        .send(PATH, &forger, &unique("handshake"), HANDSHAKE)
+        .await;
+    assert_eq!(
+        (forged.status, forged.outcome().as_str()),
+        (401, "signature_mismatch"),
+        "{forged:?}"
+    );
+    let stats = sandbox.stats().await;
+    assert_eq!(
+        (stats.pending, stats.processed, stats.dead),
+        (0, 0, 0),
+        "the handshake left no row: {stats:?}"
+    );
+    assert_eq!(sandbox.rows().await.len(), 0);
+}
