@@ -70,11 +70,15 @@ mod error;
 mod http;
 #[cfg(feature = "metrics")]
 mod metrics;
+#[cfg(feature = "nats")]
+mod nats;
 mod relay;
 mod sink;
 
 pub use error::SinkError;
 #[cfg(feature = "http")]
 pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};
+#[cfg(feature = "nats")]
+pub use nats::{NatsOptions, NatsSink};
 pub use relay::{RelayPolicy, RelayReport, RelayRound, relay_once, run_relay};
 pub use sink::{LogSink, Sink, Sinks};

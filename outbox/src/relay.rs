@@ -51,6 +51,15 @@ impl RelayPolicy {
     pub fn effective_send_timeout(&self) -> Duration {
         self.send_timeout.min(self.lease.mul_f64(0.8))
     }
+
+    /// Returns the longest gap between two sends of one message: the retry cap (a
+    /// send whose answer was lost is retried within it) plus the lease (a relay
+    /// that died after sending leaves the message to the next relay when its lease
+    /// ends). A broker that drops resent ids only within a window (NATS
+    /// JetStream's `duplicate_window`) must keep them at least this long.
+    pub fn longest_resend_gap(&self) -> Duration {
+        self.retry.cap.saturating_add(self.lease)
+    }
 }
 
 /// What one [`relay_once`] round did.
