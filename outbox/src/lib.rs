@@ -65,6 +65,8 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "amqp")]
+mod amqp;
 mod error;
 #[cfg(feature = "http")]
 mod http;
@@ -75,6 +77,8 @@ mod nats;
 mod relay;
 mod sink;
 
+#[cfg(feature = "amqp")]
+pub use amqp::{AmqpOptions, AmqpSink};
 pub use error::SinkError;
 #[cfg(feature = "http")]
 pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};

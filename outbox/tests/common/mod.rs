@@ -473,3 +473,123 @@ impl Drop for TestStream {
         .join();
     }
 }
+
+/// A RabbitMQ queue made for one test (and optionally an exchange bound to it),
+/// deleted with the value.
+pub struct TestQueue {
+    pub url: String,
+    pub queue: String,
+    pub exchange: Option<String>,
+    pub channel: lapin::Channel,
+    _connection: lapin::Connection,
+}
+
+impl TestQueue {
+    /// A durable queue of its own; with `exchange`, a direct exchange of its own
+    /// bound to it with the routing key `bound`.
+    pub async fn create(url: &str, exchange: bool) -> Self {
+        use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
+        use lapin::types::FieldTable;
+        let connection = lapin::Connection::connect(url, lapin::ConnectionProperties::default())
+            .await
+            .unwrap();
+        let channel = connection.create_channel().await.unwrap();
+        let queue = unique("hb.q");
+        channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let exchange = if exchange {
+            let name = unique("hb.x");
+            channel
+                .exchange_declare(
+                    name.as_str().into(),
+                    lapin::ExchangeKind::Direct,
+                    ExchangeDeclareOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+            channel
+                .queue_bind(
+                    queue.as_str().into(),
+                    name.as_str().into(),
+                    "bound".into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+            Some(name)
+        } else {
+            None
+        };
+        Self {
+            url: url.to_string(),
+            queue,
+            exchange,
+            channel,
+            _connection: connection,
+        }
+    }
+
+    /// Takes every message now in the queue: `(message_id, payload)` in queue order.
+    pub async fn drain(&self) -> Vec<(String, Vec<u8>)> {
+        use lapin::options::BasicGetOptions;
+        let mut messages = Vec::new();
+        while let Some(got) = self
+            .channel
+            .basic_get(self.queue.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+        {
+            let id = got
+                .delivery
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|id| id.as_str().to_string())
+                .unwrap_or_default();
+            messages.push((id, got.delivery.data.clone()));
+        }
+        messages
+    }
+}
+
+impl Drop for TestQueue {
+    fn drop(&mut self) {
+        let (url, queue, exchange) = (self.url.clone(), self.queue.clone(), self.exchange.clone());
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let Ok(connection) =
+                    lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await
+                else {
+                    return;
+                };
+                if let Ok(channel) = connection.create_channel().await {
+                    let _ = channel
+                        .queue_delete(queue.as_str().into(), Default::default())
+                        .await;
+                    if let Some(exchange) = exchange {
+                        let _ = channel
+                            .exchange_delete(exchange.as_str().into(), Default::default())
+                            .await;
+                    }
+                }
+                let _ = connection.close(200, "done".into()).await;
+            });
+        })
+        .join();
+    }
+}
