@@ -84,5 +84,7 @@ pub use error::SinkError;
 pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};
 #[cfg(feature = "nats")]
 pub use nats::{NatsOptions, NatsSink};
-pub use relay::{RelayPolicy, RelayReport, RelayRound, relay_once, run_relay};
+pub use relay::{
+    RelayPolicy, RelayReport, RelayRound, UNKNOWN_SINK_RECHECK, relay_once, run_relay,
+};
 pub use sink::{LogSink, Sink, Sinks};
