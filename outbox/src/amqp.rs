@@ -99,7 +99,7 @@ struct Link {
 impl std::fmt::Debug for AmqpSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AmqpSink")
-            .field("uri", &crate::sink::redact(&self.uri))
+            .field("uri", &crate::connect::redact(&self.uri))
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -121,7 +121,7 @@ impl AmqpSink {
         let link = sink.open().await.map_err(|err| {
             SinkError::Setup(format!(
                 "connecting to AMQP at `{}`: {err}",
-                crate::sink::redact(uri)
+                crate::connect::redact(uri)
             ))
         })?;
         sink.check_route(&link._connection).await?;
@@ -222,10 +222,10 @@ impl AmqpSink {
         let opened = self.open().await.map_err(|err| {
             SinkError::Temporary(format!(
                 "reconnecting to AMQP at `{}`: {err}",
-                crate::sink::redact(&self.uri)
+                crate::connect::redact(&self.uri)
             ))
         })?;
-        tracing::info!(uri = %crate::sink::redact(&self.uri), "outbox AMQP sink: connected");
+        tracing::info!(uri = %crate::connect::redact(&self.uri), "outbox AMQP sink: connected");
         let channel = opened.channel.clone();
         *link = Some(opened);
         Ok(channel)

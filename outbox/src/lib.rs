@@ -67,6 +67,7 @@
 
 #[cfg(feature = "amqp")]
 mod amqp;
+mod connect;
 mod error;
 #[cfg(feature = "http")]
 mod http;
@@ -79,6 +80,7 @@ mod sink;
 
 #[cfg(feature = "amqp")]
 pub use amqp::{AmqpOptions, AmqpSink};
+pub use connect::{connect_sink, sink_kind};
 pub use error::SinkError;
 #[cfg(feature = "http")]
 pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};

@@ -134,7 +134,7 @@ impl NatsSink {
             .map_err(|err| {
                 SinkError::Setup(format!(
                     "connecting to NATS at `{}`: {}",
-                    crate::sink::redact(server),
+                    crate::connect::redact(server),
                     hookbox_core::error_chain(&err)
                 ))
             })?;

@@ -96,28 +96,3 @@ impl Sink for LogSink {
         Box::pin(async { Ok(()) })
     }
 }
-
-/// `url` without its credentials, for logs and error messages.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn credentials_stay_out_of_messages() {
-        assert_eq!(redact("nats://u:secret@h:4222"), "nats://…@h:4222");
-        assert_eq!(
-            redact("amqp://guest:guest@h:5672/%2f"),
-            "amqp://…@h:5672/%2f"
-        );
-        assert_eq!(redact("nats://h:4222"), "nats://h:4222");
-    }
-}

@@ -183,3 +183,42 @@ async fn amqp_sink_opens_a_new_channel_after_the_broker_closed_one() {
     assert_eq!(store.outbox_stats().await.unwrap().sent, 2);
     assert_eq!(queue.drain().await.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_sink_from_a_url_publishes_to_the_queue_or_exchange_it_names() {
+    let Some(url) = service_url("HOOKBOX_AMQP_URL") else {
+        return;
+    };
+    let queue = TestQueue::create(&url, true).await;
+    let exchange = queue.exchange.clone().unwrap();
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    stage_events(&store, 2, 1, 2).await;
+    let to_queue = hookbox_outbox::connect_sink(
+        &format!("{url}?queue={}", queue.queue),
+        &RelayPolicy::default(),
+    )
+    .await
+    .unwrap();
+    let to_exchange = hookbox_outbox::connect_sink(
+        &format!("{url}?exchange={exchange}&routing_key=bound"),
+        &RelayPolicy::default(),
+    )
+    .await
+    .unwrap();
+    relay_once(&store, &Sinks::new().with("email", to_queue), &quick(3))
+        .await
+        .unwrap();
+    assert_eq!(queue.drain().await.len(), 2);
+    stage_events(&store, 4, 1, 4).await;
+    drain(&store, &Sinks::new().with("email", to_exchange), &quick(3)).await;
+    assert_eq!(
+        queue.drain().await.len(),
+        2,
+        "events 2 and 3 through the exchange"
+    );
+    let neither = hookbox_outbox::connect_sink(&url, &RelayPolicy::default())
+        .await
+        .err();
+    assert!(matches!(neither, Some(SinkError::Setup(text)) if text.contains("?queue=")));
+}

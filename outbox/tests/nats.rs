@@ -224,3 +224,36 @@ async fn nats_message_over_the_stream_limit_is_a_dead_letter_with_the_brokers_re
     assert!(reason.contains("message size exceeds maximum"), "{reason}");
     assert_eq!(stream.count().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_sink_from_a_url_publishes_to_the_subject_in_its_path() {
+    let Some(url) = service_url("HOOKBOX_NATS_URL") else {
+        return;
+    };
+    let stream = TestStream::create(&url, HOUR, 0).await;
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    stage_events(&store, 2, 1, 2).await;
+    let sink_url = format!("{url}/{}?subject_per_key=true", stream.subject);
+    let sink = hookbox_outbox::connect_sink(&sink_url, &policy())
+        .await
+        .unwrap();
+    relay_once(&store, &Sinks::new().with("email", sink), &policy())
+        .await
+        .unwrap();
+    assert_eq!(stream.count().await, 2);
+    let refused = hookbox_outbox::connect_sink(
+        &format!("{url}/{}?refuse_short_window=true", stream.subject),
+        &RelayPolicy {
+            lease: Duration::from_secs(7_200),
+            ..policy()
+        },
+    )
+    .await
+    .err();
+    assert!(matches!(refused, Some(SinkError::Setup(_))));
+    let unknown = hookbox_outbox::connect_sink(&format!("{url}/x?colour=red"), &policy())
+        .await
+        .err();
+    assert!(matches!(unknown, Some(SinkError::Setup(text)) if text.contains("`colour`")));
+}
