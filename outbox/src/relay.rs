@@ -13,6 +13,10 @@ use tokio::time::Instant;
 
 use crate::{SinkError, Sinks};
 
+/// The longest a finished send waits for others to be recorded in the same
+/// transaction (a batch's worth, or no send left in flight, records at once).
+const SETTLE_WITHIN: Duration = Duration::from_millis(5);
+
 /// How long a message whose sink this relay lacks waits before a relay looks at it
 /// again.
 pub const UNKNOWN_SINK_RECHECK: Duration = Duration::from_secs(30);
@@ -170,9 +174,16 @@ pub async fn run_relay<S: OutboxStore>(
     let mut done: Vec<Sent> = Vec::new();
     let mut stopping = false;
     let mut idle_until: Option<Instant> = None;
+    // finished sends wait at most this long for others to share their settle
+    let mut settle_at: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
-        if !done.is_empty() {
+        let settle_now = done.len() >= batch
+            || in_flight.is_empty()
+            || stopping
+            || settle_at.is_some_and(|at| Instant::now() >= at);
+        if !done.is_empty() && settle_now {
+            settle_at = None;
             match settle(store, &policy, &done).await {
                 Ok(round) => report.add(round),
                 Err(err) if err.is_transient() => {
@@ -221,6 +232,7 @@ pub async fn run_relay<S: OutboxStore>(
             }
         }
         let wake = idle_until.unwrap_or_else(|| Instant::now() + policy.idle);
+        let settle_wake = settle_at.unwrap_or_else(|| Instant::now() + SETTLE_WITHIN);
         tokio::select! {
             biased;
             () = &mut shutdown, if !stopping => stopping = true,
@@ -230,7 +242,9 @@ pub async fn run_relay<S: OutboxStore>(
                 while let Some(Some(sent)) = in_flight.next().now_or_never() {
                     done.push(sent);
                 }
+                settle_at.get_or_insert_with(|| Instant::now() + SETTLE_WITHIN);
             }
+            () = tokio::time::sleep_until(settle_wake), if settle_at.is_some() => {}
             () = tokio::time::sleep_until(wake), if idle_until.is_some() && !stopping => {
                 idle_until = None;
             }

@@ -13,8 +13,8 @@
 //! 127.0.0.1 answering 200. A service that is unreachable skips its rows, unless
 //! `HOOKBOX_REQUIRE_SERVICES=1`.
 //!
-//! The relay runs with `HOOKBOX_BENCH_BATCH` messages per lease (default 256) and
-//! `HOOKBOX_BENCH_CONCURRENCY` sends in flight (default 1024). It prints a table,
+//! The relay runs with `HOOKBOX_BENCH_BATCH` messages per lease (default 1,000) and
+//! `HOOKBOX_BENCH_CONCURRENCY` sends in flight (default 2,000). It prints a table,
 //! then one JSON line per row.
 //!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-relay`
@@ -64,8 +64,8 @@ struct Row {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> Result<(), BoxErr> {
     let messages: usize = var_or("HOOKBOX_BENCH_MESSAGES", "20000").parse()?;
-    let batch: u32 = var_or("HOOKBOX_BENCH_BATCH", "256").parse()?;
-    let concurrency: u32 = var_or("HOOKBOX_BENCH_CONCURRENCY", "1024").parse()?;
+    let batch: u32 = var_or("HOOKBOX_BENCH_BATCH", "1000").parse()?;
+    let concurrency: u32 = var_or("HOOKBOX_BENCH_CONCURRENCY", "2000").parse()?;
     let nats_url = var_or("HOOKBOX_NATS_URL", "nats://127.0.0.1:4222");
     let amqp_url = var_or("HOOKBOX_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f");
     let pg_url = var_or(PG_URL_VAR, DEFAULT_PG_URL);
