@@ -467,7 +467,10 @@ pub async fn check_outbox_settle_many_records_each_outcome<H: Harness>() {
         ("pending", 0),
         "a release gives its attempt back"
     );
-    assert_eq!(released.last_error.as_deref(), Some("no sink named `email`"));
+    assert_eq!(
+        released.last_error.as_deref(),
+        Some("no sink named `email`")
+    );
     // the stale token changed nothing: the message is still leased
     let still = state(&staged[4]).await;
     assert_eq!((still.state(), still.attempts), ("pending", 1));

@@ -429,8 +429,11 @@ impl OutboxStore for PgStore {
             let n = settlements.len();
             let (mut seqs, mut tokens) = (Vec::with_capacity(n), Vec::with_capacity(n));
             let (mut sent, mut dead) = (Vec::with_capacity(n), Vec::with_capacity(n));
-            let (mut errors, mut ats, mut give_backs) =
-                (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+            let (mut errors, mut ats, mut give_backs) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
             for (lease, settlement) in settlements {
                 let (sent_at, dead_at, error, at, give_back) = settle_columns(*settlement, now);
                 seqs.push(lease.seq);

@@ -155,7 +155,8 @@ fn settle_query(
     lease: hookbox_core::Lease,
     settlement: Settlement<'_>,
     now: i64,
-) -> diesel::query_builder::BoxedSqlQuery<'_, diesel::sqlite::Sqlite, diesel::query_builder::SqlQuery> {
+) -> diesel::query_builder::BoxedSqlQuery<'_, diesel::sqlite::Sqlite, diesel::query_builder::SqlQuery>
+{
     let query = match settlement {
         Settlement::Sent => diesel::sql_query(sql::OUTBOX_SENT)
             .into_boxed()
