@@ -23,6 +23,15 @@ for crate in hookbox-stripe hookbox-shopify hookbox-github hookbox-svix hookbox-
     echo "ok: $crate: $(deps_of "$crate" | wc -l) crates, no tokio"
   fi
 done
+# the broker clients only behind hookbox-outbox's `nats` and `amqp` features
+for client in async-nats lapin; do
+  if deps_of hookbox-outbox | grep -qx "$client"; then
+    echo "FAIL: hookbox-outbox pulls $client without its broker feature" >&2
+    fail=1
+  else
+    echo "ok: hookbox-outbox without nats/amqp: no $client"
+  fi
+done
 # and on: the feature really brings the facade
 if ! cargo tree -p hookbox-axum -e normal --features metrics --prefix none --offline | awk '{print $1}' | grep -qx metrics; then
   echo "FAIL: hookbox-axum --features metrics does not depend on metrics" >&2

@@ -221,7 +221,7 @@ pub(crate) fn retention(
 }
 
 /// Parses `90s`, `90m`, `24h`, `30d`.
-fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let split = text.len().checked_sub(1)?;
     let (number, unit) = text.split_at(split);
     let number: u64 = number.parse().ok()?;

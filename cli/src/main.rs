@@ -22,6 +22,7 @@
 mod demo;
 mod inbox;
 mod outbox;
+mod outbox_relay;
 mod providers;
 mod send;
 mod sign;
@@ -65,7 +66,8 @@ enum Command {
     SimWorker(sim::SimWorkerArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
-    /// Inspect and operate a store's outbox: stats, list, show, dead, retry, purge.
+    /// Inspect and operate a store's outbox (stats, list, show, dead, retry, purge) and
+    /// run its relay.
     Outbox(outbox::OutboxArgs),
     /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
     /// shuffles, forgeries, lost acks) and show each event applied exactly once.

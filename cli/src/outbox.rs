@@ -22,10 +22,10 @@ use crate::inbox::{print_json_lines, retention, unix, with_bytes_and_headers};
 #[derive(Debug, Args)]
 pub(crate) struct OutboxArgs {
     /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
-    #[arg(long, env = "HOOKBOX_STORE")]
-    store: String,
+    #[arg(long, env = "HOOKBOX_STORE", global = true)]
+    store: Option<String>,
     /// The Postgres schema the store's tables live in (default: the search path).
-    #[arg(long)]
+    #[arg(long, global = true)]
     schema: Option<String>,
     #[command(subcommand)]
     command: OutboxCommand,
@@ -77,6 +77,10 @@ enum OutboxCommand {
         #[arg(long)]
         below_provider_minimum: bool,
     },
+    /// Runs a relay: sends pending messages to the sinks given with `--sink
+    /// name=url` until SIGINT or SIGTERM. Prints a JSON ready line first and a
+    /// report when it stops; logs go to stderr.
+    Relay(crate::outbox_relay::RelayArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -100,6 +104,15 @@ impl From<Status> for OutboxFilter {
 
 /// Runs `hookbox outbox`: 0 on success, 1 when the store failed, 2 for usage errors.
 pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
+    let Some(store) = args.store.as_deref() else {
+        return Err(UsageError(
+            "the store is missing: give --store <path or postgres:// URL> or set HOOKBOX_STORE"
+                .into(),
+        ));
+    };
+    if let OutboxCommand::Relay(relay) = &args.command {
+        return crate::outbox_relay::run(store, args.schema.as_deref(), relay);
+    }
     let purge_policy = match &args.command {
         OutboxCommand::Purge {
             keep,
@@ -107,16 +120,17 @@ pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
         } => Some(retention(keep, *below_provider_minimum)?),
         _ => None,
     };
-    print_json_lines(execute(args, purge_policy))
+    print_json_lines(execute(store, args, purge_policy))
 }
 
 async fn execute(
+    store: &str,
     args: &OutboxArgs,
     purge_policy: Option<RetentionPolicy>,
 ) -> Result<Vec<Value>, String> {
     // no migration: an operator command never changes the schema
     let store = open_outbox_admin(
-        &args.store,
+        store,
         args.schema.as_deref(),
         purge_policy.unwrap_or_default(),
     )
@@ -156,6 +170,7 @@ async fn execute(
             };
             vec![json!({ "retried": retried })]
         }
+        OutboxCommand::Relay(_) => unreachable!("run starts the relay"),
         OutboxCommand::Purge { .. } => {
             let purged = store
                 .purge(OffsetDateTime::now_utc())

@@ -144,3 +144,102 @@ async fn hookbox_outbox_shows_and_operates_a_postgres_outbox() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// Runs `hookbox outbox relay` with `args` after the subcommand; returns the exit
+/// code, the JSON lines on stdout and stderr.
+fn relay(args: &[&str]) -> (i32, Vec<Value>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["outbox", "relay"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let code = output.status.code().unwrap_or(-1);
+    let lines = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (code, lines, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookbox_outbox_relay_sends_to_the_named_sinks_and_leaves_the_others_pending() {
+    let dir = TempDir::new("outbox-relay");
+    let path = dir.0.join("hookbox.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default())
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let key = DedupeKey::new("cli", "stripe", "evt_relay");
+    store
+        .process_once(&key, async |conn| {
+            let mut outbox = store.outbox(&key, "receipt");
+            for n in 0..3 {
+                outbox
+                    .stage(conn, Message::new("email", format!("receipt {n}")))
+                    .await?;
+            }
+            outbox.stage(conn, Message::new("crm", "contact")).await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let db = path.to_str().unwrap();
+
+    // --store after the subcommand; only `email` has a sink, and `log` only because
+    // it is asked for by name
+    let (code, lines, stderr) = relay(&[
+        "--store",
+        db,
+        "--sink",
+        "email=log",
+        "--lease",
+        "5s",
+        "--until-empty",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(lines[0]["relay"], "ready");
+    assert_eq!(lines[0]["sinks"][0]["kind"], "log");
+    assert_eq!(lines[0]["lease_secs"], 5.0);
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (&last["relay"], &last["sent"]),
+        (&Value::from("stopped"), &Value::from(3))
+    );
+    assert!(
+        stderr.contains("WARN") && stderr.contains("this relay has no sink of its name"),
+        "{stderr}"
+    );
+    let (_, pending) = outbox(&["--store", db], &["list"]);
+    assert_eq!(pending.len(), 1, "the crm message waits for its sink");
+    assert_eq!(pending[0]["sink"], "crm");
+    assert_eq!(pending[0]["attempts"], 0);
+
+    // a sink that cannot be reached stops the relay at start, naming it
+    let (code, _, stderr) = relay(&[
+        "--store",
+        db,
+        "--sink",
+        "crm=nats://127.0.0.1:1/crm",
+        "--until-empty",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("sink `crm`") && stderr.contains("connecting to NATS"),
+        "{stderr}"
+    );
+    // usage errors: no URL, an unknown scheme, no store
+    for bad in [["--sink", "crm"], ["--sink", "crm=kafka://b:9092/t"]] {
+        let mut args = vec!["--store", db];
+        args.extend(bad);
+        let (code, _, _) = relay(&args);
+        assert_eq!(code, 2, "{bad:?}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["outbox", "relay", "--sink", "email=log"])
+        .env_remove("HOOKBOX_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--store"));
+}

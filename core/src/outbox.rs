@@ -332,6 +332,15 @@ pub enum Settlement<'a> {
         /// What failed, for `last_error`.
         error: &'a str,
     },
+    /// Nothing was sent, for a reason that is not the message's (the relay has no
+    /// sink of its name): due again at `at`, and this lease does not count as an
+    /// attempt, so a message waiting for its sink never becomes a dead letter.
+    Release {
+        /// Why it was not sent, for `last_error`.
+        error: &'a str,
+        /// When the message is due again.
+        at: OffsetDateTime,
+    },
 }
 
 /// Which outbox messages an operator lists.
@@ -419,6 +428,28 @@ pub trait OutboxStore: Store {
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<bool, Self::Error>>;
 
+    /// Records the outcomes of many leased messages, in one transaction where the
+    /// store can (both database stores do); returns, in order, whether each lease
+    /// was still held ([`OutboxStore::settle`]). The default settles them one by
+    /// one.
+    ///
+    /// # Errors
+    /// The database failed; the leases that were not recorded stay until they
+    /// expire.
+    fn settle_many<'a>(
+        &'a self,
+        settlements: &'a [(Lease, Settlement<'a>)],
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Vec<bool>, Self::Error>> {
+        Box::pin(async move {
+            let mut settled = Vec::with_capacity(settlements.len());
+            for (lease, settlement) in settlements {
+                settled.push(self.settle(*lease, *settlement, now).await?);
+            }
+            Ok(settled)
+        })
+    }
+
     /// Returns one message by id.
     ///
     /// # Errors
@@ -494,6 +525,14 @@ macro_rules! forward_outbox {
                 now: OffsetDateTime,
             ) -> BoxFuture<'a, Result<bool, Self::Error>> {
                 (**self).settle(lease, settlement, now)
+            }
+
+            fn settle_many<'a>(
+                &'a self,
+                settlements: &'a [(Lease, Settlement<'a>)],
+                now: OffsetDateTime,
+            ) -> BoxFuture<'a, Result<Vec<bool>, Self::Error>> {
+                (**self).settle_many(settlements, now)
             }
 
             fn message<'a>(

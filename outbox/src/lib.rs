@@ -20,6 +20,12 @@
 //! - **One relay at a time.** A lease keeps each message with one relay; a send
 //!   that outlasts four fifths of the lease is dropped and retried, so a lease never
 //!   expires under a live send.
+//! - **Never counted sent without a sink.** A message whose sink name the relay has
+//!   no sink for stays pending (its attempt given back) and the relay warns; only a
+//!   sink's answer marks a message sent, and [`LogSink`] only when named.
+//! - **No send waits for the slowest.** [`run_relay`] keeps up to
+//!   [`RelayPolicy::concurrency`] sends in flight, leases more as they finish, and
+//!   records finished sends together in one transaction.
 //! - **In order per key.** Messages with one ordering key are sent in staging order:
 //!   a later one waits while an earlier one is pending (a dead letter does not block
 //!   the key).
@@ -28,7 +34,14 @@
 //!   retry` sends them again.
 //!
 //! # Features
+//! None is on by default: a crate that only stages messages pulls no HTTP or broker
+//! client.
 //! - `http`: [`HttpSink`], a POST per message with reqwest over rustls.
+//! - `nats`: `NatsSink`, a JetStream publish per message with `Nats-Msg-Id`, on
+//!   `async-nats`; it checks the stream's duplicate window against the relay's
+//!   longest resend gap.
+//! - `amqp`: `AmqpSink`, a persistent, mandatory, confirmed RabbitMQ publish per
+//!   message with `message_id`, on `lapin`.
 //! - `metrics`: sends by outcome, send durations and the backlog through the
 //!   `metrics` facade (see [`run_relay`]).
 //!
@@ -65,16 +78,28 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "amqp")]
+mod amqp;
+mod connect;
 mod error;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "metrics")]
 mod metrics;
+#[cfg(feature = "nats")]
+mod nats;
 mod relay;
 mod sink;
 
+#[cfg(feature = "amqp")]
+pub use amqp::{AmqpOptions, AmqpSink};
+pub use connect::{connect_sink, sink_kind};
 pub use error::SinkError;
 #[cfg(feature = "http")]
 pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};
-pub use relay::{RelayPolicy, RelayReport, RelayRound, relay_once, run_relay};
+#[cfg(feature = "nats")]
+pub use nats::{NatsOptions, NatsSink};
+pub use relay::{
+    RelayPolicy, RelayReport, RelayRound, UNKNOWN_SINK_RECHECK, relay_once, run_relay,
+};
 pub use sink::{LogSink, Sink, Sinks};

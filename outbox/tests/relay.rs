@@ -129,10 +129,17 @@ async fn outbox_message_for_a_missing_sink_waits_instead_of_vanishing() {
     let dir = TempDir::new();
     let store = sqlite(&dir).await;
     stage_events(&store, 1, 1, 1).await;
-    let round = relay_once(&store, &Sinks::new(), &quick(5)).await.unwrap();
-    assert_eq!(round.retried, 1);
+    // more rounds than the attempt limit: a message without a sink never dies and
+    // is never counted as sent, and keeps no attempt
+    for _ in 0..3 {
+        let round = relay_once(&store, &Sinks::new(), &quick(2)).await.unwrap();
+        assert_eq!((round.unsent, round.sent, round.dead), (1, 0, 0));
+        // due again after UNKNOWN_SINK_RECHECK; the test makes it due now
+        make_due(&store).await;
+    }
     let pending = store.messages(OutboxFilter::Pending, 10).await.unwrap();
     assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].attempts, 0, "waiting for a sink uses no attempt");
     assert!(
         pending[0]
             .last_error
@@ -140,6 +147,30 @@ async fn outbox_message_for_a_missing_sink_waits_instead_of_vanishing() {
             .unwrap()
             .contains("no sink named `email`")
     );
+    // once the sink is configured it goes, as a first attempt
+    let sink = SinkServer::start(Behaviour::default()).await;
+    let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
+    let round = relay_once(&store, &sinks, &quick(2)).await.unwrap();
+    assert_eq!(round.sent, 1);
+    assert_eq!(sink.state.seen.lock().unwrap()[0].attempt, 1);
+}
+
+/// Makes every pending message due now (the test's stand-in for waiting out
+/// `UNKNOWN_SINK_RECHECK`).
+async fn make_due(store: &SqliteStore) {
+    use diesel_async::SimpleAsyncConnection as _;
+    use hookbox_core::IdempotencyStore as _;
+    let key = hookbox_core::DedupeKey::new("tests", "stripe", format!("due_{}", fastrand::u64(..)));
+    store
+        .process_once(&key, async |conn| {
+            conn.batch_execute(
+                "UPDATE hookbox_outbox SET next_attempt_at = 0 WHERE sent_at IS NULL",
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
 }
 
 /// A sink that never answers.
@@ -212,4 +243,72 @@ async fn outbox_run_relay_drains_and_stops_on_shutdown() {
         0,
         "per-key order holds through 30% failures"
     );
+}
+
+/// A sink that holds the message `receipt 0.0` until the test lets it go and
+/// accepts the others at once.
+struct OneSlow {
+    gate: tokio::sync::Semaphore,
+    slow_done: std::sync::atomic::AtomicBool,
+    sent: std::sync::atomic::AtomicU64,
+}
+
+impl Sink for OneSlow {
+    fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            if &message.payload[..] == b"receipt 0.0" {
+                let _permit = self.gate.acquire().await.unwrap();
+                self.slow_done
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            } else {
+                self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_run_relay_keeps_sending_while_one_send_is_slow() {
+    use std::sync::atomic::Ordering;
+    let dir = TempDir::new();
+    let store = sqlite(&dir).await;
+    // 60 messages on 60 keys; the first one's send does not finish until the end
+    stage_events(&store, 60, 1, 60).await;
+    let sink = std::sync::Arc::new(OneSlow {
+        gate: tokio::sync::Semaphore::new(0),
+        slow_done: false.into(),
+        sent: 0.into(),
+    });
+    let sinks = Sinks::new().with("email", sink.clone());
+    let policy = RelayPolicy {
+        batch: 4,
+        concurrency: 8,
+        ..quick(5)
+    };
+    let watcher = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while sink.sent.load(Ordering::SeqCst) < 59 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the others were held up"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(
+            !sink.slow_done.load(Ordering::SeqCst),
+            "59 sent while the slow one is still out"
+        );
+        // and recorded, not only sent: the store has them as sent
+        while store.outbox_stats().await.unwrap().sent < 59 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        sink.gate.add_permits(1);
+        while store.outbox_stats().await.unwrap().pending > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let report = run_relay(&store, &sinks, policy, watcher).await.unwrap();
+    assert_eq!(report.sent, 60);
+    assert!(sink.slow_done.load(Ordering::SeqCst));
 }

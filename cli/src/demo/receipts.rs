@@ -233,6 +233,7 @@ fn policy() -> RelayPolicy {
         lease: LEASE,
         send_timeout: Duration::from_millis(500),
         batch: 16,
+        concurrency: 64,
         idle: Duration::from_millis(10),
     }
 }

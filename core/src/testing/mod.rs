@@ -73,6 +73,7 @@ pub use outbox::{
     check_outbox_expired_lease_goes_to_another_relay, check_outbox_messages_read_back_exactly,
     check_outbox_ordering_key_holds_order_across_a_failure,
     check_outbox_purge_keeps_unsent_and_dead, check_outbox_retried_handler_stages_the_same_ids,
+    check_outbox_settle_many_records_each_outcome,
     check_outbox_stage_rolls_back_with_the_side_effect,
 };
 pub use worker::{
@@ -379,6 +380,7 @@ macro_rules! conformance_tests {
             outbox_dead_letter_is_kept_and_retried_on_request => check_outbox_dead_letter_is_kept_and_retried_on_request();
             outbox_purge_keeps_unsent_and_dead => check_outbox_purge_keeps_unsent_and_dead();
             outbox_messages_read_back_exactly => check_outbox_messages_read_back_exactly();
+            outbox_settle_many_records_each_outcome => check_outbox_settle_many_records_each_outcome();
         );
     };
 }

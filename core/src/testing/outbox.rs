@@ -412,3 +412,68 @@ pub async fn check_outbox_messages_read_back_exactly<H: Harness>() {
         "an unleased message cannot be settled"
     );
 }
+
+/// [`OutboxStore::settle_many`] records each outcome of a batch as
+/// [`OutboxStore::settle`] would, reports a lease that is no longer held as `false`,
+/// and a [`Settlement::Release`] gives the lease's attempt back.
+pub async fn check_outbox_settle_many_records_each_outcome<H: Harness>() {
+    let h = H::setup(Default::default()).await;
+    let key = key("evt_outbox_settle_many");
+    let (result, staged) = stage_receipts(&h, &key, 5, false).await;
+    result.unwrap();
+    let now = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let round = lease_now(&h, now).await;
+    assert_eq!(ids(&round), staged);
+    let stale = Lease {
+        seq: round[4].lease.seq,
+        token: round[4].lease.token.wrapping_add(1),
+    };
+    let batch = [
+        (round[0].lease, Settlement::Sent),
+        (
+            round[1].lease,
+            Settlement::Retry {
+                error: "503",
+                at: now,
+            },
+        ),
+        (round[2].lease, Settlement::Dead { error: "422" }),
+        (
+            round[3].lease,
+            Settlement::Release {
+                error: "no sink named `email`",
+                at: now,
+            },
+        ),
+        (stale, Settlement::Sent),
+    ];
+    let settled = h.store().settle_many(&batch, now).await.unwrap();
+    assert_eq!(settled, vec![true, true, true, true, false]);
+    assert!(h.store().settle_many(&[], now).await.unwrap().is_empty());
+
+    let h = &h;
+    let state = |id: &MessageId| {
+        let id = id.clone();
+        async move { h.store().message(&id).await.unwrap().unwrap() }
+    };
+    assert_eq!(state(&staged[0]).await.state(), "sent");
+    let retried = state(&staged[1]).await;
+    assert_eq!((retried.state(), retried.attempts), ("pending", 1));
+    assert_eq!(retried.last_error.as_deref(), Some("503"));
+    assert_eq!(state(&staged[2]).await.state(), "dead");
+    let released = state(&staged[3]).await;
+    assert_eq!(
+        (released.state(), released.attempts),
+        ("pending", 0),
+        "a release gives its attempt back"
+    );
+    assert_eq!(
+        released.last_error.as_deref(),
+        Some("no sink named `email`")
+    );
+    // the stale token changed nothing: the message is still leased
+    let still = state(&staged[4]).await;
+    assert_eq!((still.state(), still.attempts), ("pending", 1));
+    let again = lease_now(h, now).await;
+    assert_eq!(ids(&again), vec![staged[1].clone(), staged[3].clone()]);
+}

@@ -5,22 +5,27 @@
 //! receipt afterwards, with the message id as its `Idempotency-Key`.
 //!
 //! ```text
-//! example-stripe                     receiver and worker in one process (default)
+//! example-stripe                     receiver, worker and relay in one process (default)
 //! example-stripe serve --no-worker   the receiver only
-//! example-stripe worker              the worker only: drains the inbox, no HTTP
+//! example-stripe worker              the worker and the relay: no HTTP
+//! example-stripe worker --no-relay   the worker only
+//! example-stripe relay               the relay only: sends the staged receipts
 //! ```
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
 //! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first),
-//! `RECEIPT_SINK_URL` (optional: where the relay POSTs receipts; unset, it logs them).
-#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
+//! `RECEIPT_SINK_URL` (where the relay sends receipts: an `http(s)://` URL, or `log`;
+//! a process that relays refuses to start without it, and the default mode then runs
+//! no relay and leaves receipts pending), `RELAY_LEASE_SECS` (60), `RELAY_CONCURRENCY`
+//! (64).
+#![allow(clippy::print_stdout)] // the first stdout line is how users and tests find the port
 
 use std::time::Duration;
 
 use hookbox_axum::{EdgeLimits, Webhook, health_router};
-use hookbox_core::{Delivery, HandlerError, Message, OutboxStore as _, run_worker};
-use hookbox_outbox::{HttpSink, LogSink, RelayPolicy, Sinks, run_relay};
+use hookbox_core::{Delivery, HandlerError, Message, OutboxStore as _, RetryPolicy, run_worker};
+use hookbox_outbox::{RelayPolicy, Sinks, connect_sink, run_relay};
 use hookbox_redis_cache::{CacheOptions, Cached};
 use hookbox_stripe::Stripe;
 use store::diesel::sql_types::{BigInt, Text};
@@ -30,7 +35,7 @@ use tokio::sync::watch;
 
 /// The demo signing secret; set `WEBHOOK_SECRET` to your endpoint's `whsec_…`.
 const DEMO_SECRET: &str = "whsec_hookbox_stripe_demo";
-const USAGE: &str = "usage: example-stripe [serve [--no-worker] | worker]";
+const USAGE: &str = "usage: example-stripe [serve [--no-worker] | worker [--no-relay] | relay]";
 
 // One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
 // reads them as numbered parameters.
@@ -39,49 +44,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS balances \
 const CREDIT: &str = "INSERT INTO balances (account, balance) VALUES ($1, $2) \
     ON CONFLICT (account) DO UPDATE SET balance = balances.balance + excluded.balance";
 
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
-mod store {
-    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "hookbox-stripe.db";
-
-    /// Opens the SQLite file and applies hookbox's migrations.
-    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
-            return Err(hint.into());
-        }
-        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
-
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
-mod store {
-    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-    /// Connects to Postgres and applies hookbox's migrations.
-    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
-        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
-
-/// Anything that stops the process, with its message.
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
-/// The outbox sink receipts are staged for.
+/// The outbox sink receipts are staged for (`RECEIPT_SINK_URL` says where it sends).
 const RECEIPTS: &str = "receipts";
 
 /// Credits the customer of a `payment_intent.succeeded` event, on the inbox row's
@@ -122,20 +85,90 @@ async fn credit(
     Ok(())
 }
 
+/// Which parts this process runs.
+struct Mode {
+    serve: bool,
+    work: bool,
+    relay: Relay,
+}
+
+/// Whether this process relays receipts.
+#[derive(PartialEq)]
+enum Relay {
+    /// It must: no `RECEIPT_SINK_URL` stops it at start.
+    Required,
+    /// When `RECEIPT_SINK_URL` is set (the all-in-one default mode).
+    IfConfigured,
+    /// Never.
+    No,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // logs on stderr, so stdout's first line is the address
+    // logs on stderr, so stdout's first line is the address (or the ready line)
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
-    let (serve, work) = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
-        [] => (true, true),
-        [serve] if serve == "serve" => (true, true),
-        [serve, flag] if serve == "serve" && flag == "--no-worker" => (true, false),
-        [worker] if worker == "worker" => (false, true),
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mode = match args.as_slice() {
+        [] | ["serve"] => Mode {
+            serve: true,
+            work: true,
+            relay: Relay::IfConfigured,
+        },
+        ["serve", "--no-worker"] => Mode {
+            serve: true,
+            work: false,
+            relay: Relay::No,
+        },
+        ["worker"] => Mode {
+            serve: false,
+            work: true,
+            relay: Relay::Required,
+        },
+        ["worker", "--no-relay"] => Mode {
+            serve: false,
+            work: true,
+            relay: Relay::No,
+        },
+        ["relay"] => Mode {
+            serve: false,
+            work: false,
+            relay: Relay::Required,
+        },
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);
+        }
+    };
+    // the relay's configuration first: a process that must relay and has nowhere to
+    // send stops here, before it marks anything
+    let policy = relay_policy()?;
+    let sinks = match (&mode.relay, receipt_sink_url()) {
+        (Relay::No, _) => None,
+        (_, Some(url)) => Some(
+            Sinks::new().with(
+                RECEIPTS,
+                connect_sink(&url, &policy)
+                    .await
+                    .map_err(|err| format!("RECEIPT_SINK_URL: {err}"))?,
+            ),
+        ),
+        (Relay::Required, None) => {
+            eprintln!(
+                "example-stripe: RECEIPT_SINK_URL is not set, and this process relays receipts. \
+                 Set it to the receipt endpoint (http:// or https://), or to `log` to only log \
+                 them; receipts stay pending until a relay sends them."
+            );
+            std::process::exit(2);
+        }
+        (Relay::IfConfigured, None) => {
+            tracing::warn!(
+                "RECEIPT_SINK_URL is not set: receipts are staged and stay pending; \
+                 set it (or `log`), or run `example-stripe relay` with it"
+            );
+            None
         }
     };
 
@@ -147,7 +180,7 @@ async fn main() -> Result<(), Error> {
 
     // the receiver first: a bad secret, Redis URL or port stops the process before
     // any work
-    let receiver = if serve {
+    let receiver = if mode.serve {
         let provider = Stripe::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
         let redis_url = env_or("HOOKBOX_REDIS_URL", "");
         let webhook = if redis_url.is_empty() {
@@ -170,8 +203,7 @@ async fn main() -> Result<(), Error> {
         None
     };
 
-    let sinks = if work { Some(receipt_sinks()?) } else { None };
-    let worker = sinks.map(|sinks| {
+    let worker = mode.work.then(|| {
         tracing::info!("worker started");
         let (store, stop) = (store.clone(), stop.clone());
         tokio::spawn(async move {
@@ -182,40 +214,122 @@ async fn main() -> Result<(), Error> {
                 }
             };
             let idle = Duration::from_millis(250);
-            let inbox = run_worker(&store, handler, idle, stopped(stop.clone()));
-            let relay = run_relay(&store, &sinks, RelayPolicy::default(), stopped(stop));
-            let (inbox, relay) = tokio::join!(inbox, relay);
-            Ok::<_, Error>((inbox?, relay?))
+            run_worker(&store, handler, idle, stopped(stop)).await
         })
     });
+    let relay = sinks.map(|sinks| {
+        tracing::info!(
+            lease_secs = policy.lease.as_secs(),
+            concurrency = policy.concurrency,
+            "relay started"
+        );
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move { run_relay(&store, &sinks, policy, stopped(stop)).await })
+    });
+    if !mode.serve {
+        // no address to print: the ready line says what runs
+        let parts = [
+            mode.work.then_some("worker"),
+            relay.as_ref().map(|_| "relay"),
+        ];
+        let parts: Vec<&str> = parts.into_iter().flatten().collect();
+        println!("{} ready", parts.join(" and "));
+    }
     if let Some((listener, app)) = receiver {
         // headers and body must each arrive within 10 s, and past 256 requests in
         // flight the answer is 503 with Retry-After; graceful: in-flight requests
         // finish before the server stops
-        hookbox_axum::serve(listener, app, EdgeLimits::default(), stopped(stop)).await;
+        hookbox_axum::serve(listener, app, EdgeLimits::default(), stopped(stop.clone())).await;
     }
+    // the row in progress commits or rolls back, and the receipts in flight are
+    // recorded, before each part returns
     if let Some(worker) = worker {
-        // the row in progress commits or rolls back, and the receipts in flight are
-        // recorded, before the worker returns
-        let (report, relayed) = worker.await??;
+        let report = worker.await??;
+        tracing::info!(processed = report.processed, dead = report.dead, "stopped");
+    }
+    if let Some(relay) = relay {
+        let report = relay.await??;
         tracing::info!(
-            processed = report.processed,
+            receipts_sent = report.sent,
+            retried = report.retried,
             dead = report.dead,
-            receipts_sent = relayed.sent,
-            "stopped"
+            "relay stopped"
         );
     }
     Ok(())
 }
 
-/// Where receipts go: `RECEIPT_SINK_URL` by HTTP POST, or the log when it is unset.
-fn receipt_sinks() -> Result<Sinks, Error> {
-    let url = env_or("RECEIPT_SINK_URL", "");
-    Ok(if url.is_empty() {
-        Sinks::new().with(RECEIPTS, LogSink)
-    } else {
-        Sinks::new().with(RECEIPTS, HttpSink::new(&url)?)
+/// Where receipts go: `RECEIPT_SINK_URL` (`http(s)://…`, or `log` to log them and
+/// count them sent), or `None` when it is unset.
+fn receipt_sink_url() -> Option<String> {
+    std::env::var("RECEIPT_SINK_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+}
+
+/// The relay's lease (`RELAY_LEASE_SECS`, default 60) and sends in flight
+/// (`RELAY_CONCURRENCY`, default 64). A relay killed mid-send leaves its receipts
+/// (and the later receipts of the same customer) waiting for the lease: shorter
+/// recovers sooner, but every send must finish within four fifths of it.
+fn relay_policy() -> Result<RelayPolicy, Error> {
+    let number = |name: &str, default: u64| -> Result<u64, Error> {
+        env_or(name, &default.to_string())
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{name} must be a whole number above 0").into())
+    };
+    let lease = Duration::from_secs(number("RELAY_LEASE_SECS", 60)?);
+    let concurrency = u32::try_from(number("RELAY_CONCURRENCY", 64)?)?;
+    Ok(RelayPolicy {
+        retry: RetryPolicy::default(),
+        lease,
+        send_timeout: Duration::from_secs(30).min(lease.mul_f64(0.8)),
+        concurrency,
+        ..RelayPolicy::default()
     })
+}
+
+/// Anything that stops the process, with its message.
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(not(feature = "postgres"))]
+mod store {
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "hookbox-stripe.db";
+
+    /// Opens the SQLite file and applies hookbox's migrations.
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
+        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
+        }
+        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(feature = "postgres")]
+mod store {
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// Connects to Postgres and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).

@@ -207,3 +207,62 @@ async fn a_payment_emails_one_receipt_through_the_outbox_with_an_idempotency_key
         .await;
     assert_eq!(sent, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_sink_url_receipts_stay_pending_and_a_relay_refuses_to_start() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    // split mode: the receiver, and a worker that does not relay
+    let receiver = sandbox.start(BIN, &["serve", "--no-worker"]);
+    let worker = sandbox.spawn(BIN, &["worker", "--no-relay"]);
+    assert_eq!(worker.next_line(), "worker ready");
+    let stripe = StripeSigner::new(SECRET).unwrap();
+    let body = payment(&unique("evt"), "cus_erin", 900);
+    assert_eq!(receiver.send(PATH, &stripe, "", &body).await.status, 200);
+    sandbox.wait_processed(1).await;
+    let count = |sql: &'static str| sandbox.query_i64(sql);
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM hookbox_outbox WHERE sent_at IS NULL").await,
+        1,
+        "the receipt is staged and waits"
+    );
+
+    // a relay or a relaying worker without RECEIPT_SINK_URL stops at once and says why
+    for mode in [&["relay"][..], &["worker"][..]] {
+        let mut refused = sandbox.spawn(BIN, mode);
+        let status = refused.exited().await;
+        assert_eq!(status.code(), Some(2), "{mode:?}\n{}", refused.log());
+        assert!(
+            refused.log().contains("RECEIPT_SINK_URL is not set"),
+            "{}",
+            refused.log()
+        );
+    }
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM hookbox_outbox WHERE sent_at IS NOT NULL").await,
+        0,
+        "nothing was marked sent"
+    );
+
+    // a relay of its own with a sink sends it, once
+    let (sink, mut requests) = receipt_sink().await;
+    let relay = sandbox.spawn_with(
+        BIN,
+        &["relay"],
+        &[("RECEIPT_SINK_URL", &sink), ("RELAY_LEASE_SECS", "5")],
+    );
+    assert_eq!(relay.next_line(), "relay ready");
+    let (_, payload) = tokio::time::timeout(std::time::Duration::from_secs(20), requests.recv())
+        .await
+        .expect("the relay posted the receipt")
+        .unwrap();
+    assert!(payload.contains(r#""customer":"cus_erin""#), "{payload}");
+    for _ in 0..100 {
+        if count("SELECT COUNT(*) AS n FROM hookbox_outbox WHERE sent_at IS NOT NULL").await == 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the receipt was not marked sent\n{}", relay.log());
+}

@@ -358,3 +358,238 @@ impl Drop for PgSchema {
         .join();
     }
 }
+
+/// Returns the URL of the service in `var` when it answers on TCP, or `None` when
+/// the test must skip; with `HOOKBOX_REQUIRE_SERVICES=1` a missing server panics.
+pub fn service_url(var: &str) -> Option<String> {
+    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
+    let Some(url) = std::env::var(var).ok().filter(|u| !u.is_empty()) else {
+        assert!(!required, "{var} not set and HOOKBOX_REQUIRE_SERVICES=1");
+        println!("skipped: {var} not set");
+        return None;
+    };
+    // host:port between "://" (after any credentials) and the next '/'
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = rest.split(['/', '?']).next().unwrap_or_default();
+    let reachable = std::net::ToSocketAddrs::to_socket_addrs(host)
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .is_some_and(|addr| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+        });
+    if !reachable {
+        assert!(
+            !required,
+            "{var} unreachable and HOOKBOX_REQUIRE_SERVICES=1"
+        );
+        println!("skipped: {var} unreachable");
+        return None;
+    }
+    Some(url)
+}
+
+/// A random name for a test's stream, subject or queue.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}_{:012x}", fastrand::u64(..) & 0xffff_ffff_ffff)
+}
+
+/// A JetStream stream made for one test, deleted with the value.
+pub struct TestStream {
+    pub url: String,
+    pub name: String,
+    pub subject: String,
+    pub context: async_nats::jetstream::Context,
+}
+
+impl TestStream {
+    /// A stream on `<subject>` and `<subject>.>` with `window` as its duplicate
+    /// window and `max_message_size` bytes per message (0: the server's limit).
+    pub async fn create(url: &str, window: Duration, max_message_size: i32) -> Self {
+        let name = unique("HB").to_uppercase();
+        let subject = unique("hb").replace('_', ".");
+        let client = async_nats::connect(url).await.unwrap();
+        let context = async_nats::jetstream::new(client);
+        context
+            .create_stream(async_nats::jetstream::stream::Config {
+                name: name.clone(),
+                subjects: vec![subject.clone(), format!("{subject}.>")],
+                duplicate_window: window,
+                max_message_size,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        Self {
+            url: url.to_string(),
+            name,
+            subject,
+            context,
+        }
+    }
+
+    /// Messages the stream holds.
+    pub async fn count(&self) -> u64 {
+        let stream = self.context.get_stream_no_info(&self.name).await.unwrap();
+        stream.get_info().await.unwrap().state.messages
+    }
+
+    /// The `Nats-Msg-Id` of every message the stream holds, in stream order.
+    pub async fn message_ids(&self) -> Vec<String> {
+        let stream = self.context.get_stream_no_info(&self.name).await.unwrap();
+        let count = stream.get_info().await.unwrap().state.last_sequence;
+        let mut ids = Vec::new();
+        for seq in 1..=count {
+            if let Ok(message) = stream.get_raw_message(seq).await {
+                ids.push(
+                    message
+                        .headers
+                        .get("Nats-Msg-Id")
+                        .map(|v| v.as_str().to_string())
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        ids
+    }
+}
+
+impl Drop for TestStream {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                if let Ok(client) = async_nats::connect(&url).await {
+                    let _ = async_nats::jetstream::new(client)
+                        .delete_stream(&name)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A RabbitMQ queue made for one test (and optionally an exchange bound to it),
+/// deleted with the value.
+pub struct TestQueue {
+    pub url: String,
+    pub queue: String,
+    pub exchange: Option<String>,
+    pub channel: lapin::Channel,
+    _connection: lapin::Connection,
+}
+
+impl TestQueue {
+    /// A durable queue of its own; with `exchange`, a direct exchange of its own
+    /// bound to it with the routing key `bound`.
+    pub async fn create(url: &str, exchange: bool) -> Self {
+        use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
+        use lapin::types::FieldTable;
+        let connection = lapin::Connection::connect(url, lapin::ConnectionProperties::default())
+            .await
+            .unwrap();
+        let channel = connection.create_channel().await.unwrap();
+        let queue = unique("hb.q");
+        channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let exchange = if exchange {
+            let name = unique("hb.x");
+            channel
+                .exchange_declare(
+                    name.as_str().into(),
+                    lapin::ExchangeKind::Direct,
+                    ExchangeDeclareOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+            channel
+                .queue_bind(
+                    queue.as_str().into(),
+                    name.as_str().into(),
+                    "bound".into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+            Some(name)
+        } else {
+            None
+        };
+        Self {
+            url: url.to_string(),
+            queue,
+            exchange,
+            channel,
+            _connection: connection,
+        }
+    }
+
+    /// Takes every message now in the queue: `(message_id, payload)` in queue order.
+    pub async fn drain(&self) -> Vec<(String, Vec<u8>)> {
+        use lapin::options::BasicGetOptions;
+        let mut messages = Vec::new();
+        while let Some(got) = self
+            .channel
+            .basic_get(self.queue.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+        {
+            let id = got
+                .delivery
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|id| id.as_str().to_string())
+                .unwrap_or_default();
+            messages.push((id, got.delivery.data.clone()));
+        }
+        messages
+    }
+}
+
+impl Drop for TestQueue {
+    fn drop(&mut self) {
+        let (url, queue, exchange) = (self.url.clone(), self.queue.clone(), self.exchange.clone());
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let Ok(connection) =
+                    lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await
+                else {
+                    return;
+                };
+                if let Ok(channel) = connection.create_channel().await {
+                    let _ = channel
+                        .queue_delete(queue.as_str().into(), Default::default())
+                        .await;
+                    if let Some(exchange) = exchange {
+                        let _ = channel
+                            .exchange_delete(exchange.as_str().into(), Default::default())
+                            .await;
+                    }
+                }
+                let _ = connection.close(200, "done".into()).await;
+            });
+        })
+        .join();
+    }
+}

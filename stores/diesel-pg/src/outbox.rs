@@ -6,7 +6,7 @@ use std::hash::{BuildHasher as _, RandomState};
 use std::time::Duration;
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::{
@@ -172,8 +172,50 @@ const SETTLE: &str = "UPDATE hookbox_outbox SET \
        sent_at = $3, dead_at = $4, \
        last_error = COALESCE($5, last_error), \
        next_attempt_at = COALESCE($6, next_attempt_at), \
+       attempts = GREATEST(attempts - $7, 0), \
        leased_until = NULL, lease_token = NULL \
      WHERE seq = $1 AND lease_token = $2 AND sent_at IS NULL AND dead_at IS NULL";
+
+/// [`SETTLE`] for a batch in one statement (so one transaction): the columns as
+/// parallel arrays; returns the seq of each row whose lease was still held.
+const SETTLE_MANY: &str = "UPDATE hookbox_outbox AS m SET \
+       sent_at = s.sent_at, dead_at = s.dead_at, \
+       last_error = COALESCE(s.error, m.last_error), \
+       next_attempt_at = COALESCE(s.at, m.next_attempt_at), \
+       attempts = GREATEST(m.attempts - s.give_back, 0), \
+       leased_until = NULL, lease_token = NULL \
+     FROM UNNEST($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], \
+                 $5::text[], $6::timestamptz[], $7::int[]) \
+       AS s(seq, token, sent_at, dead_at, error, at, give_back) \
+     WHERE m.seq = s.seq AND m.lease_token = s.token \
+       AND m.sent_at IS NULL AND m.dead_at IS NULL \
+     RETURNING m.seq";
+
+/// The columns [`SETTLE`] writes for `settlement`: sent_at, dead_at, last_error,
+/// next_attempt_at and the attempts given back.
+fn settle_columns<'a>(
+    settlement: Settlement<'a>,
+    now: OffsetDateTime,
+) -> (
+    Option<OffsetDateTime>,
+    Option<OffsetDateTime>,
+    Option<&'a str>,
+    Option<OffsetDateTime>,
+    i32,
+) {
+    match settlement {
+        Settlement::Sent => (Some(now), None, None, None, 0),
+        Settlement::Retry { error, at } => (None, None, Some(error), Some(at), 0),
+        Settlement::Dead { error } => (None, Some(now), Some(error), None, 0),
+        Settlement::Release { error, at } => (None, None, Some(error), Some(at), 1),
+    }
+}
+
+#[derive(QueryableByName)]
+struct SettledSeq {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+}
 
 /// A dead letter made of a row whose headers cannot be read back, so it holds up
 /// neither the relay nor the later messages of its ordering key.
@@ -356,11 +398,7 @@ impl OutboxStore for PgStore {
         settlement: Settlement<'a>,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<bool, PgError>> {
-        let (sent_at, dead_at, error, at) = match settlement {
-            Settlement::Sent => (Some(now), None, None, None),
-            Settlement::Retry { error, at } => (None, None, Some(error), Some(at)),
-            Settlement::Dead { error } => (None, Some(now), Some(error), None),
-        };
+        let (sent_at, dead_at, error, at, give_back) = settle_columns(settlement, now);
         Box::pin(self.with_connection(async move |conn| {
             // a concurrent lease of the same row holds its row lock until it commits;
             // this waits for it and then re-checks the token on the new version
@@ -371,11 +409,65 @@ impl OutboxStore for PgStore {
                 .bind::<Nullable<Timestamptz>, _>(dead_at)
                 .bind::<Nullable<Text>, _>(error)
                 .bind::<Nullable<Timestamptz>, _>(at)
+                .bind::<Integer, _>(give_back)
                 .execute(conn)
                 .await
                 .map_err(PgError::query)?;
             Ok(settled == 1)
         }))
+    }
+
+    fn settle_many<'a>(
+        &'a self,
+        settlements: &'a [(Lease, Settlement<'a>)],
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Vec<bool>, PgError>> {
+        Box::pin(async move {
+            if settlements.is_empty() {
+                return Ok(Vec::new());
+            }
+            let n = settlements.len();
+            let (mut seqs, mut tokens) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            let (mut sent, mut dead) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            let (mut errors, mut ats, mut give_backs) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for (lease, settlement) in settlements {
+                let (sent_at, dead_at, error, at, give_back) = settle_columns(*settlement, now);
+                seqs.push(lease.seq);
+                tokens.push(lease.token);
+                sent.push(sent_at);
+                dead.push(dead_at);
+                errors.push(error);
+                ats.push(at);
+                give_backs.push(give_back);
+            }
+            let settled = self
+                .with_connection(async move |conn| {
+                    // one statement, so one transaction: the batch is recorded whole
+                    // or not at all
+                    diesel::sql_query(SETTLE_MANY)
+                        .bind::<Array<BigInt>, _>(&seqs)
+                        .bind::<Array<BigInt>, _>(&tokens)
+                        .bind::<Array<Nullable<Timestamptz>>, _>(&sent)
+                        .bind::<Array<Nullable<Timestamptz>>, _>(&dead)
+                        .bind::<Array<Nullable<Text>>, _>(&errors)
+                        .bind::<Array<Nullable<Timestamptz>>, _>(&ats)
+                        .bind::<Array<Integer>, _>(&give_backs)
+                        .load::<SettledSeq>(conn)
+                        .await
+                        .map_err(PgError::query)
+                })
+                .await?;
+            let held: std::collections::HashSet<i64> =
+                settled.into_iter().map(|row| row.seq).collect();
+            Ok(settlements
+                .iter()
+                .map(|(lease, _)| held.contains(&lease.seq))
+                .collect())
+        })
     }
 
     fn message<'a>(

@@ -41,6 +41,14 @@ impl<S: OutboxStore> OutboxStore for Cached<S> {
         self.inner().settle(lease, settlement, now)
     }
 
+    fn settle_many<'a>(
+        &'a self,
+        settlements: &'a [(Lease, Settlement<'a>)],
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Vec<bool>, S::Error>> {
+        self.inner().settle_many(settlements, now)
+    }
+
     fn message<'a>(
         &'a self,
         id: &'a MessageId,

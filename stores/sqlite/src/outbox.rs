@@ -110,6 +110,75 @@ mod blocking_lease {
     }
 }
 
+/// A settlement that owns its text, to cross into the blocking pool.
+enum OwnedSettlement {
+    Sent,
+    Retry { error: String, at: OffsetDateTime },
+    Dead { error: String },
+    Release { error: String, at: OffsetDateTime },
+}
+
+impl From<Settlement<'_>> for OwnedSettlement {
+    fn from(settlement: Settlement<'_>) -> Self {
+        match settlement {
+            Settlement::Sent => Self::Sent,
+            Settlement::Retry { error, at } => Self::Retry {
+                error: error.to_string(),
+                at,
+            },
+            Settlement::Dead { error } => Self::Dead {
+                error: error.to_string(),
+            },
+            Settlement::Release { error, at } => Self::Release {
+                error: error.to_string(),
+                at,
+            },
+        }
+    }
+}
+
+impl OwnedSettlement {
+    fn borrowed(&self) -> Settlement<'_> {
+        match self {
+            Self::Sent => Settlement::Sent,
+            Self::Retry { error, at } => Settlement::Retry { error, at: *at },
+            Self::Dead { error } => Settlement::Dead { error },
+            Self::Release { error, at } => Settlement::Release { error, at: *at },
+        }
+    }
+}
+
+/// The statement that records `settlement` on the row `lease` holds, matching its
+/// token (a relay whose lease expired changes nothing); `now` in unix
+/// microseconds.
+fn settle_query(
+    lease: hookbox_core::Lease,
+    settlement: Settlement<'_>,
+    now: i64,
+) -> diesel::query_builder::BoxedSqlQuery<'_, diesel::sqlite::Sqlite, diesel::query_builder::SqlQuery>
+{
+    let query = match settlement {
+        Settlement::Sent => diesel::sql_query(sql::OUTBOX_SENT)
+            .into_boxed()
+            .bind::<BigInt, _>(now),
+        Settlement::Retry { error, at } => diesel::sql_query(sql::OUTBOX_RETRY)
+            .into_boxed()
+            .bind::<Text, _>(error)
+            .bind::<BigInt, _>(micros(at)),
+        Settlement::Dead { error } => diesel::sql_query(sql::OUTBOX_DEAD)
+            .into_boxed()
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(error),
+        Settlement::Release { error, at } => diesel::sql_query(sql::OUTBOX_RELEASE)
+            .into_boxed()
+            .bind::<Text, _>(error)
+            .bind::<BigInt, _>(micros(at)),
+    };
+    query
+        .bind::<BigInt, _>(lease.seq)
+        .bind::<BigInt, _>(lease.token)
+}
+
 /// Deletes sent messages past their provider's retention in `policy`, provider by
 /// provider and then every provider without a rule at [`DEFAULT_KEEP`], in batches
 /// (as the store's purge does keys and inbox rows); returns how many. Pending
@@ -185,35 +254,43 @@ impl OutboxStore for SqliteStore {
             let mut conn = self.connection().await?;
             // one statement in autocommit, matching the lease's token: a relay whose
             // lease expired changes nothing
-            let settled = match settlement {
-                Settlement::Sent => {
-                    diesel::sql_query(sql::OUTBOX_SENT)
-                        .bind::<BigInt, _>(now)
-                        .bind::<BigInt, _>(lease.seq)
-                        .bind::<BigInt, _>(lease.token)
-                        .execute(&mut *conn)
-                        .await?
-                }
-                Settlement::Retry { error, at } => {
-                    diesel::sql_query(sql::OUTBOX_RETRY)
-                        .bind::<Text, _>(error)
-                        .bind::<BigInt, _>(micros(at))
-                        .bind::<BigInt, _>(lease.seq)
-                        .bind::<BigInt, _>(lease.token)
-                        .execute(&mut *conn)
-                        .await?
-                }
-                Settlement::Dead { error } => {
-                    diesel::sql_query(sql::OUTBOX_DEAD)
-                        .bind::<BigInt, _>(now)
-                        .bind::<Text, _>(error)
-                        .bind::<BigInt, _>(lease.seq)
-                        .bind::<BigInt, _>(lease.token)
-                        .execute(&mut *conn)
-                        .await?
-                }
-            };
+            let settled = settle_query(lease, settlement, now)
+                .execute(&mut *conn)
+                .await?;
             Ok(settled == 1)
+        })
+    }
+
+    fn settle_many<'a>(
+        &'a self,
+        settlements: &'a [(hookbox_core::Lease, Settlement<'a>)],
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Vec<bool>, SqliteError>> {
+        Box::pin(async move {
+            if settlements.is_empty() {
+                return Ok(Vec::new());
+            }
+            let now = micros(now);
+            // owned for the blocking pool: one `BEGIN IMMEDIATE` for the whole batch,
+            // one trip, the write lock held for the statements only
+            let owned: Vec<(hookbox_core::Lease, OwnedSettlement)> = settlements
+                .iter()
+                .map(|(lease, settlement)| (*lease, OwnedSettlement::from(*settlement)))
+                .collect();
+            let mut conn = self.connection().await?;
+            conn.spawn_blocking(move |conn: &mut SqliteConnection| {
+                Ok(conn.immediate_transaction(|conn| {
+                    owned
+                        .iter()
+                        .map(|(lease, settlement)| {
+                            let query = settle_query(*lease, settlement.borrowed(), now);
+                            diesel::RunQueryDsl::execute(query, conn).map(|n| n == 1)
+                        })
+                        .collect::<Result<Vec<bool>, diesel::result::Error>>()
+                        .map_err(SqliteError::from)
+                }))
+            })
+            .await?
         })
     }
 

@@ -438,6 +438,13 @@ pub(crate) const OUTBOX_DEAD: &str = "UPDATE hookbox_outbox \
      SET dead_at = ?, last_error = ?, leased_until = NULL, lease_token = NULL \
      WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
 
+/// `Settlement::Release`, while the lease is still the caller's: the lease cleared
+/// and its attempt given back. Binds: last_error, next_attempt_at, seq, token.
+pub(crate) const OUTBOX_RELEASE: &str = "UPDATE hookbox_outbox \
+     SET attempts = MAX(attempts - 1, 0), last_error = ?, next_attempt_at = ?, \
+     leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
 /// One message. Binds: message_id.
 pub(crate) const OUTBOX_GET: &str = select_outbox!("WHERE message_id = ?");
 
