@@ -22,10 +22,10 @@ use crate::inbox::{print_json_lines, retention, unix, with_bytes_and_headers};
 #[derive(Debug, Args)]
 pub(crate) struct OutboxArgs {
     /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
-    #[arg(long, env = "HOOKBOX_STORE")]
+    #[arg(long, env = "HOOKBOX_STORE", global = true, required = false)]
     store: String,
     /// The Postgres schema the store's tables live in (default: the search path).
-    #[arg(long)]
+    #[arg(long, global = true)]
     schema: Option<String>,
     #[command(subcommand)]
     command: OutboxCommand,
