@@ -126,8 +126,7 @@ fn every_kind_named_in_the_docs_exists() {
     for (path, text) in docs() {
         for name in backticked_names(&text) {
             let first = name.split('_').next().unwrap_or_default();
-            if first_words.contains(first) && !kinds.contains(name) && !NOT_KINDS.contains(&name)
-            {
+            if first_words.contains(first) && !kinds.contains(name) && !NOT_KINDS.contains(&name) {
                 unknown.push(format!("{}: `{name}`", path.display()));
             }
         }
