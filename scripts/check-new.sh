@@ -15,6 +15,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CHECK_EXAMPLES_TARGET_DIR:-$ROOT/target/examples-copy}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# no incremental caches for code built once per run: they only cost disk
+export CARGO_INCREMENTAL=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookbox-new.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
