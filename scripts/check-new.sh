@@ -8,7 +8,9 @@
 # All projects share one target directory with scripts/check-examples.sh and
 # scripts/check-readme.sh (CHECK_EXAMPLES_TARGET_DIR, by default
 # target/examples-copy), so dependencies compile once; the summary prints how long
-# each project took. The tests read HOOKBOX_PG_URL / HOOKBOX_REDIS_URL as the
+# each project took. For github, svix and standard it then runs the new README's
+# commands as written in the new directory (scripts/check-readme-commands.sh
+# --project). The tests read HOOKBOX_PG_URL / HOOKBOX_REDIS_URL as the
 # examples' tests do (they skip without them unless HOOKBOX_REQUIRE_SERVICES=1).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,6 +25,10 @@ trap 'rm -rf "$WORK"' EXIT
 # the `hookbox` a user would have installed, built where the workspace's tests build it
 CARGO_TARGET_DIR="$ROOT/target" cargo build --quiet -p hookbox-cli
 HOOKBOX="$ROOT/target/debug/hookbox"
+
+# the providers whose new README's commands are run too (scripts/check-readme-commands.sh
+# --project): those whose README follows the run-it / what-to-expect layout
+README_PROVIDERS="${CHECK_NEW_README_PROVIDERS:-github svix standard}"
 
 # every provider `hookbox new` has an example for (default: all), or those given
 providers=("$@")
@@ -46,6 +52,17 @@ for provider in "${providers[@]}"; do
   else
     failed=1
     summary+=("$provider: FAILED after $((SECONDS - start)) s")
+    continue
+  fi
+  # the new README's commands, as written, in the new directory
+  if [[ " $README_PROVIDERS " == *" $provider "* ]]; then
+    start=$SECONDS
+    if PATH="$(dirname "$HOOKBOX"):$PATH" bash scripts/check-readme-commands.sh --project "$project" "$provider"; then
+      summary+=("$provider: its README's commands ran as written in $((SECONDS - start)) s")
+    else
+      failed=1
+      summary+=("$provider: its README's commands FAILED (see above)")
+    fi
   fi
 done
 

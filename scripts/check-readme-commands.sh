@@ -15,21 +15,35 @@
 # receivers listen on port 3000 as the READMEs say, so the port must be free. Each
 # example's SQLite file is removed before and after its run.
 #
+# With `--project <dir> <provider>` it runs the README of a project `hookbox new`
+# wrote in <dir> the same way, in that directory (`cargo run`, `hookbox send …
+# --body-file sample.json`, with `hookbox` on PATH); scripts/check-new.sh does that.
+#
 # Usage: scripts/check-readme-commands.sh [example …]   (default: github svix standard)
+#        scripts/check-readme-commands.sh --project <dir> <provider>
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-# the commands build and run in the workspace's own target directory, as a reader's do
-examples=("$@")
-[ "${#examples[@]}" -eq 0 ] && examples=(github svix standard)
-# build first, so a receiver's start is not a compile against the READMEs' timeouts
-cargo build --quiet -p hookbox-cli $(printf -- '-p example-%s ' "${examples[@]}")
+if [ "${1:-}" = "--project" ]; then
+  mode=project
+  shift
+  [ "$#" -eq 2 ] || { echo "usage: $0 --project <dir> <provider>" >&2; exit 2; }
+  # build first, so a receiver's start is not a compile against the timeouts
+  (cd "$1" && cargo build --quiet --offline)
+else
+  mode=repository
+  # the commands build and run in the workspace's own target directory, as a reader's do
+  examples=("$@")
+  [ "${#examples[@]}" -eq 0 ] && examples=(github svix standard)
+  set -- "$ROOT" "${examples[@]}"
+  cargo build --quiet -p hookbox-cli $(printf -- '-p example-%s ' "${examples[@]}")
+fi
 
-python3 - "$ROOT" "${examples[@]}" <<'PY'
+python3 - "$mode" "$@" <<'PY'
 import os, re, signal, subprocess, sys, time
 
-root, examples = sys.argv[1], sys.argv[2:]
+mode, root, examples = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3:]
 failures = []
 
 def blocks(text, lang):
@@ -105,7 +119,7 @@ def run(readme, steps, expect_text=None):
             if export:
                 env[export.group(1)] = export.group(2)
                 continue
-            if re.match(r"(\w+=\S+ )*cargo run (-q )?-p example-", command):
+            if re.match(r"(\w+=\S+ )*cargo run(\s|$)", command) and "-p hookbox-cli" not in command:
                 receivers.append(Receiver(command, env))
                 continue
             # a command whose comment shows what the worker applied may run before the
@@ -141,18 +155,19 @@ def clean(example):
         except FileNotFoundError:
             pass
 
-# README.md: the block under "## Examples"
-readme = open(os.path.join(root, "README.md")).read()
-steps = [c for heading, block in blocks(readme, "sh") if heading == "## Examples"
-         for c in commands(block)][:2]
-assert len(steps) == 2 and "example-github" in steps[0]["command"], steps
-print("== README.md: ## Examples", flush=True)
-clean("github")
-run("README.md", steps)
-clean("github")
+if mode == "repository":
+    # README.md: the block under "## Examples"
+    readme = open(os.path.join(root, "README.md")).read()
+    steps = [c for heading, block in blocks(readme, "sh") if heading == "## Examples"
+             for c in commands(block)][:2]
+    assert len(steps) == 2 and "example-github" in steps[0]["command"], steps
+    print("== README.md: ## Examples", flush=True)
+    clean("github")
+    run("README.md", steps)
+    clean("github")
 
 for example in examples:
-    path = f"examples/{example}/README.md"
+    path = f"examples/{example}/README.md" if mode == "repository" else "README.md"
     text = open(os.path.join(root, path)).read()
     sh = blocks(text, "sh")
     # "## Run it" (the receiver, then the send) and the first block after it (the inbox
