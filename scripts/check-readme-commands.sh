@@ -3,7 +3,8 @@
 # the root of this repository, and checks they do what the text says:
 #
 # - README.md's "## Examples" block: `cargo run -p example-github`, then the
-#   `hookbox send … --event push` whose answers the comment lines below it show;
+#   `hookbox send … --event push` whose answers the comment lines below it show; and
+#   the `hookbox verify` under "## Try it", whose answer its comment shows;
 # - each listed example README's "## Run it" blocks and the inbox/table block after
 #   them: the receiver, the signed sample sent twice (its answers must be the
 #   ```text block under "## What to expect"), then `hookbox inbox … stats` and
@@ -82,10 +83,14 @@ def commands(block):
             pending = ""
     return out
 
-def contains(output, expected):
-    """`expected` (with `…` standing for anything) is in `output`."""
-    expected = re.sub(r"<[^>]+>", "…", expected)  # `<unix time>` is a placeholder too
+def contains(output, expected, whole=False):
+    """`expected` (with `…` standing for anything) is in `output` (is all of it, when
+    `whole`)."""
+    # `<unix time>` and `...` are placeholders too
+    expected = re.sub(r"<[^>]+>", "…", expected).replace("...", "…")
     pattern = ".*?".join(re.escape(part) for part in expected.split("…"))
+    if whole:
+        return re.fullmatch(pattern, output, re.S) is not None
     return re.search(pattern, output, re.S) is not None
 
 class Receiver:
@@ -140,7 +145,9 @@ def run(readme, steps, expect_text=None):
             wanted = [line for line in step["after"] if line.startswith("{")]
             if "send" in command and expect_text is not None:
                 wanted = expect_text
-            if wanted and output.splitlines() != wanted:
+            got = output.splitlines()
+            if wanted and (len(got) != len(wanted)
+                           or not all(contains(g, w, whole=True) for g, w in zip(got, wanted))):
                 failures.append(f"{readme}: `{command}` printed {output.splitlines()!r}, not {wanted!r}")
     except Exception as err:  # a receiver that never listened, a timeout
         failures.append(f"{readme}: {err}")
@@ -161,7 +168,11 @@ if mode == "repository":
     steps = [c for heading, block in blocks(readme, "sh") if heading == "## Examples"
              for c in commands(block)][:2]
     assert len(steps) == 2 and "example-github" in steps[0]["command"], steps
-    print("== README.md: ## Examples", flush=True)
+    # and `hookbox verify` under "## Try it", whose answer the comment shows
+    steps += [c for heading, block in blocks(readme, "sh") if heading == "## Try it"
+              for c in commands(block) if " -- verify " in c["command"]]
+    assert len(steps) == 3, steps
+    print("== README.md: ## Examples, ## Try it (verify)", flush=True)
     clean("github")
     run("README.md", steps)
     clean("github")
