@@ -21,6 +21,8 @@ cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 export CARGO_TARGET_DIR="${CHECK_EXAMPLES_TARGET_DIR:-$ROOT/target/examples-copy}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# as check-new.sh, which shares the target: no incremental caches for code built once
+export CARGO_INCREMENTAL=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookbox-examples.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
