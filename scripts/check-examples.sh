@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Builds every example the way a user who copies it out of this repository would:
-# each in a temporary directory of its own with its src/ and README.md, and a
-# Cargo.toml that stands alone (every `workspace = true` resolved from the root
-# Cargo.toml, our crates as `path = "/abs/path"` dependencies, no dev-dependencies,
-# no workspace lints, a `[workspace]` table of its own). Each copy is built with its
-# default features and with `--features postgres`.
+# each in a temporary directory of its own with its src/, tests/, README.md and
+# sample files, and a Cargo.toml that stands alone (every `workspace = true` resolved
+# from the root Cargo.toml, our crates as `path = "/abs/path"` dependencies, the
+# dev-dependencies kept, no workspace lints, a `[workspace]` table of its own). Each
+# copy is built, its tests included, with its default features and with
+# `--features postgres`.
 #
-# It fails when a copy does not build, depends (directly or through our other crates)
-# on a crate of ours that says `publish = false` (a user could not get it from
-# crates.io), or its source still mentions the old plumbing (`Box::pin`,
-# `scope_boxed`, `BoxFuture`, `hookbox-example-kit`).
+# It fails when a copy or its tests do not build, depends (directly, through a
+# dev-dependency, or through our other crates) on a crate of ours that says
+# `publish = false` (a user could not get it from crates.io), or its source still
+# mentions the old plumbing (`Box::pin`, `scope_boxed`, `BoxFuture`,
+# `hookbox-example-kit`, the unpublished `hookbox-example-testkit`).
 #
 # All copies share one target directory (CHECK_EXAMPLES_TARGET_DIR, by default
 # target/examples-copy) and the workspace's Cargo.lock, so dependencies compile once
@@ -19,6 +21,8 @@ cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 export CARGO_TARGET_DIR="${CHECK_EXAMPLES_TARGET_DIR:-$ROOT/target/examples-copy}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# as check-new.sh, which shares the target: no incremental caches for code built once
+export CARGO_INCREMENTAL=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookbox-examples.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -91,8 +95,8 @@ for field, v in manifest["package"].items():
     lines.append(f"{field} = {value(v)}")
 
 for section, table in manifest.items():
-    if section in ("package", "dev-dependencies"):
-        continue  # the tests stay in the workspace
+    if section == "package":
+        continue
     if section == "lints":
         if not inherits(table):
             lines += ["", "[lints]"] + [f"{key(k)} = {value(v)}" for k, v in table.items()]
@@ -100,7 +104,7 @@ for section, table in manifest.items():
     if section == "features":
         lines += ["", "[features]"] + [f"{key(k)} = {value(v)}" for k, v in table.items()]
         continue
-    if section in ("dependencies", "build-dependencies"):
+    if section in ("dependencies", "dev-dependencies", "build-dependencies"):
         lines += ["", f"[{section}]"]
         for dep, spec in table.items():
             lines.append(f"{key(dep)} = {value(resolve(dep, spec, example))}")
@@ -110,16 +114,18 @@ lines += ["", "# its own root: not a member of any workspace above it", "[worksp
 with open(os.path.join(out, "Cargo.toml"), "w") as f:
     f.write("\n".join(lines))
 
-# every crate of ours the copy builds on, through normal dependencies, must be
-# publishable: a user gets it from crates.io, not from this checkout
-def our_deps(manifest_dir, m):
-    for section in ("dependencies", "build-dependencies"):
+# every crate of ours the copy builds on, through its dependencies and its tests'
+# dev-dependencies (and their normal dependencies), must be publishable: a user gets
+# it from crates.io, not from this checkout
+def our_deps(manifest_dir, m, sections=("dependencies", "build-dependencies")):
+    for section in sections:
         for dep, spec in m.get(section, {}).items():
             spec = resolve(dep, spec, manifest_dir)
             if isinstance(spec, dict) and "path" in spec:
                 yield dep, spec["path"]
 
-seen, todo = set(), [(dep, path, name) for dep, path in our_deps(example, manifest)]
+everything = ("dependencies", "dev-dependencies", "build-dependencies")
+seen, todo = set(), [(dep, path, name) for dep, path in our_deps(example, manifest, everything)]
 while todo:
     dep, path, via = todo.pop()
     if path in seen:
@@ -134,11 +140,12 @@ while todo:
     todo += [(d, p, dep) for d, p in our_deps(path, m)]
 
 # the source must read as the new API: no boxed futures, no shared example crate
-for dirpath, _, files in os.walk(os.path.join(example, "src")):
+for dirpath, _, files in [w for d in ("src", "tests") for w in os.walk(os.path.join(example, d))]:
     for file in files:
         path = os.path.join(dirpath, file)
         text = open(path, encoding="utf-8").read()
-        for word in ("Box::pin", "scope_boxed", "BoxFuture", "hookbox-example-kit", "hookbox_example_kit"):
+        for word in ("Box::pin", "scope_boxed", "BoxFuture", "hookbox-example-kit", "hookbox_example_kit",
+                     "hookbox-example-testkit", "hookbox_example_testkit"):
             if word in text:
                 problems.append(f"{os.path.relpath(path, root)} mentions {word}")
 
@@ -169,11 +176,13 @@ summary=()
 for dir in examples/*/; do
   dir="${dir%/}"
   name="$(basename "$dir")"
-  [[ -f "$dir/src/main.rs" ]] || continue # the test helper crate is no example
+  [[ -f "$dir/src/main.rs" ]] || continue
   copy="$WORK/$name"
   mkdir -p "$copy"
   cp -R "$dir/src" "$copy/src"
+  [[ -d "$dir/tests" ]] && cp -R "$dir/tests" "$copy/tests"
   cp "$dir/README.md" "$copy/README.md"
+  cp "$dir"/*.json "$copy/" 2>/dev/null || true
   cp Cargo.lock "$copy/Cargo.lock"
   echo "== $name: $copy"
   if ! standalone_manifest "$ROOT/$dir" "$copy"; then
@@ -186,7 +195,8 @@ for dir in examples/*/; do
     # --offline, not --locked: cargo prunes the workspace's lock to the packages this
     # one crate uses, which --locked refuses; the versions stay the locked ones, and
     # same_versions checks that
-    args=(build --manifest-path "$copy/Cargo.toml" --offline)
+    # `test --no-run`: the binary and its tests, built as `cargo test` would
+    args=(test --no-run --manifest-path "$copy/Cargo.toml" --offline)
     [[ -n "$features" ]] && args+=(--features "$features")
     start=$SECONDS
     if cargo "${args[@]}"; then

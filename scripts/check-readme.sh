@@ -11,6 +11,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CHECK_EXAMPLES_TARGET_DIR:-$ROOT/target/examples-copy}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# as check-new.sh, which shares the target: no incremental caches for code built once
+export CARGO_INCREMENTAL=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookbox-readme.XXXXXX")"
 RECEIVER=""
 cleanup() {

@@ -24,10 +24,13 @@ use crate::providers::ProviderName;
 #[derive(Debug, Args)]
 pub(crate) struct InboxArgs {
     /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
-    #[arg(long, env = "HOOKBOX_STORE")]
+    // global: accepted before or after the subcommand (`inbox stats --store …`); clap
+    // refuses a global argument that is required, so the derive's check for the
+    // missing value names it instead
+    #[arg(long, env = "HOOKBOX_STORE", global = true, required = false)]
     store: String,
     /// The Postgres schema the store's tables live in (default: the search path).
-    #[arg(long)]
+    #[arg(long, global = true)]
     schema: Option<String>,
     #[command(subcommand)]
     command: InboxCommand,
@@ -214,7 +217,13 @@ pub(crate) fn retention(
         } else {
             policy
                 .keep(provider.as_str(), provider.min_retention(), duration)
-                .map_err(|err| UsageError(format!("--keep {rule}: {err}")))?
+                .map_err(|err| {
+                    // the library's message names its method; an operator needs the flag
+                    UsageError(format!(
+                        "--keep {rule}: keeping {} keys for {} s is shorter than its minimum of {} s: a resend after the purge would be applied twice; add --below-provider-minimum to accept that",
+                        err.provider, err.keep_secs, err.minimum_secs
+                    ))
+                })?
         };
     }
     Ok(policy)
@@ -332,7 +341,12 @@ mod tests {
     #[test]
     fn a_keep_below_the_provider_minimum_is_refused_unless_asked_for() {
         let short = ["shopify=1h".to_string()];
-        assert!(retention(&short, false).is_err());
+        let refused = retention(&short, false).unwrap_err().0;
+        assert!(refused.contains("--below-provider-minimum"), "{refused}");
+        assert!(
+            !refused.contains("keep_below_provider_minimum"),
+            "{refused}"
+        );
         let policy = retention(&short, true).unwrap();
         assert_eq!(policy.keep_for("shopify"), Duration::from_secs(3600));
         let ok = retention(&["shopify=24h".to_string()], false).unwrap();

@@ -12,6 +12,9 @@
 //! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL);
 //! `hookbox outbox` its outbox.
 //!
+//! `hookbox new` writes a receiver project of your own from the example for a
+//! provider, with its tests, ready for `cargo build && cargo test`.
+//!
 //! `hookbox demo` runs a receiver, a worker and a stream of faulty deliveries on this
 //! machine and prints whether every event was applied exactly once.
 //!
@@ -21,6 +24,7 @@
 
 mod demo;
 mod inbox;
+mod new;
 mod outbox;
 mod outbox_relay;
 mod providers;
@@ -69,6 +73,10 @@ enum Command {
     /// Inspect and operate a store's outbox (stats, list, show, dead, retry, purge) and
     /// run its relay.
     Outbox(outbox::OutboxArgs),
+    /// Write a standalone receiver project from the example for a provider: its
+    /// main.rs, tests, sample events, README and a Cargo.toml of its own.
+    #[command(after_help = new::AFTER_HELP)]
+    New(new::NewArgs),
     /// Receive a seeded stream of faulty deliveries (resends, concurrent copies,
     /// shuffles, forgeries, lost acks) and show each event applied exactly once.
     #[command(after_help = demo::AFTER_HELP)]
@@ -89,6 +97,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::SimWorker(args) => sim::run_worker(args),
         Command::Demo(args) => demo::run(args),
+        Command::New(args) => new::run(args),
     };
     outcome.unwrap_or_else(|err| {
         eprintln!("error: {err}");

@@ -114,3 +114,65 @@ fn operator_mistakes_are_usage_errors_or_clear_failures() {
     let (code, _) = inbox("unused.db", &["show"]);
     assert_eq!(code, 2);
 }
+
+/// Runs `hookbox` with `args` and no `HOOKBOX_STORE`: (exit status, stdout, stderr).
+fn hookbox(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(args)
+        .env_remove("HOOKBOX_STORE")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_is_accepted_before_or_after_the_subcommand() {
+    let dir = TempDir::new("inbox-global-store");
+    let path = dir.0.join("hookbox.db");
+    populated(&path).await;
+    let db = path.to_str().unwrap();
+    for args in [
+        ["inbox", "--store", db, "stats"],
+        ["inbox", "stats", "--store", db],
+    ] {
+        let (code, stdout, stderr) = hookbox(&args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        let stats: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(stats["pending"], 1, "{args:?}");
+    }
+    for args in [
+        ["outbox", "--store", db, "stats"],
+        ["outbox", "stats", "--store", db],
+    ] {
+        let (code, stdout, stderr) = hookbox(&args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        let stats: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(stats["pending"], 0, "{args:?}");
+    }
+    let (code, _, stderr) = hookbox(&["inbox", "list", "--status", "dead", "--store", db]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_missing_store_and_a_short_keep_name_the_flags_to_use() {
+    for command in ["inbox", "outbox"] {
+        let (code, _, stderr) = hookbox(&[command, "stats"]);
+        assert_eq!(code, 2, "{command} stats without a store: {stderr}");
+        assert!(stderr.contains("store"), "{stderr}");
+    }
+    let (code, _, stderr) = hookbox(&[
+        "inbox",
+        "purge",
+        "--store",
+        "unused.db",
+        "--keep",
+        "shopify=1h",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--below-provider-minimum"), "{stderr}");
+    assert!(!stderr.contains("keep_below_provider_minimum"), "{stderr}");
+}

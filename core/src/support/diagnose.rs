@@ -59,12 +59,16 @@ pub fn diagnose_mismatch(
     if let Some(hint) = body_hint {
         return hint.to_string();
     }
+    // a wrong secret is the common cause and compact JSON is what many senders send
+    // (GitHub, Shopify), so the secret is named first and the body's shape second
+    let tried = secrets.len();
     if looks_reserialized(body) {
-        return "no configured secret matches; the body looks re-serialized by a JSON library (compact, no whitespace), which changes the signed bytes: verify the raw body before parsing it, or the secret belongs to another endpoint".to_string();
+        return format!(
+            "no configured secret ({tried} tried) matches any signature; the secret most likely belongs to another endpoint or mode (test vs live). If the secret is right, check the body: it is compact JSON, as a JSON library prints it, so it may have been parsed and re-serialized before verification, which changes the signed bytes (verify the raw body before parsing it)"
+        );
     }
     format!(
-        "no configured secret ({} tried) matches any signature; the secret may belong to another endpoint or mode (test vs live), or the body was changed before verification (parsed and re-serialized, re-encoded, or trimmed)",
-        secrets.len()
+        "no configured secret ({tried} tried) matches any signature; the secret most likely belongs to another endpoint or mode (test vs live). If the secret is right, the body was changed before verification (parsed and re-serialized, re-encoded, or trimmed)"
     )
 }
 
@@ -86,6 +90,16 @@ mod tests {
         let secrets = Secrets::from("key\n");
         let hint = diagnose_mismatch(&secrets, b"{}", |s, _| s == "key");
         assert!(hint.contains("whitespace"), "{hint}");
+    }
+
+    #[test]
+    fn a_wrong_secret_on_compact_json_names_the_secret_before_the_body() {
+        let secrets = Secrets::from("wrong");
+        let hint = diagnose_mismatch(&secrets, br#"{"id":"evt_1"}"#, |_, _| false);
+        let secret_at = hint.find("another endpoint").expect(&hint);
+        let body_at = hint.find("re-serialized").expect(&hint);
+        assert!(secret_at < body_at, "{hint}");
+        assert!(hint.starts_with("no configured secret (1 tried)"), "{hint}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! and written to the ledger once; a forged copy is refused; the handshake gets its documented answer and leaves no row.
 
 use hookbox_discord::DiscordSigner;
-use hookbox_example_testkit::{Sandbox, unique};
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-discord");
 const PATH: &str = "/webhooks/discord";

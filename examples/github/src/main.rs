@@ -20,7 +20,7 @@
 //!
 //! `GET /livez` and `GET /readyz` (503 while the store is unreachable) sit beside the
 //! webhook route for a load balancer.
-#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
+#![allow(clippy::print_stdout)] // the "listening on" and "worker started" lines are how users and tests know it is up
 
 use std::time::Duration;
 
@@ -44,45 +44,6 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
 const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES ($1, 1, $2) \
     ON CONFLICT (repo) DO UPDATE SET pushes = pushes.pushes + 1, \
     commits = pushes.commits + excluded.commits";
-
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
-mod store {
-    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "hookbox-github.db";
-
-    /// Opens the SQLite file and applies hookbox's migrations.
-    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
-            return Err(hint.into());
-        }
-        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
-
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
-mod store {
-    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-    /// Connects to Postgres and applies hookbox's migrations.
-    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
-        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
 
 /// Anything that stops the process, with its message.
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -129,6 +90,17 @@ async fn main() -> Result<(), Error> {
         }
     };
 
+    // split across processes (`serve --no-worker` + `worker`), both must name the
+    // store they share: with the default, each would open a file of its own in its
+    // working directory and the worker would drain nothing, silently
+    if !inline && serve != work && env_or("HOOKBOX_STORE", "").is_empty() {
+        eprintln!(
+            "example-github: HOOKBOX_STORE is required with `serve --no-worker` and `worker`: \
+             set it to the store both processes share (the SQLite file, or the postgres:// \
+             URL in a `--features postgres` build)"
+        );
+        std::process::exit(1);
+    }
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
     diesel::sql_query(CREATE)
         .execute(&mut *store.connection().await?)
@@ -173,6 +145,8 @@ async fn main() -> Result<(), Error> {
 
     let worker = work.then(|| {
         tracing::info!("worker started");
+        // on stdout too, after any address line: a script or test knows it is up
+        println!("worker started");
         let (store, stop) = (store.clone(), stopped(stop.clone()));
         tokio::spawn(async move {
             run_worker(&store, count_push, Duration::from_millis(250), stop).await
@@ -193,6 +167,45 @@ async fn main() -> Result<(), Error> {
         metrics.await?;
     }
     Ok(())
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(not(feature = "postgres"))]
+mod store {
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "hookbox-github.db";
+
+    /// Opens the SQLite file and applies hookbox's migrations.
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
+        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
+        }
+        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(feature = "postgres")]
+mod store {
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// Connects to Postgres and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
 }
 
 /// Installs a Prometheus recorder for hookbox's metrics (the edge's deliveries and

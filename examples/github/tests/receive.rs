@@ -3,8 +3,8 @@
 //! counted once; a forged copy is refused; `serve --inline` applies a push in the
 //! request, once; SIGTERM stops either mode cleanly.
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_github::GitHubSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-github");
 const PATH: &str = "/webhooks/github";
@@ -209,4 +209,25 @@ async fn the_metrics_endpoint_counts_deliveries_and_readiness_answers() {
         (200, r#"{"ready":true}"#)
     );
     assert_eq!(example.get("/livez").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_prints_a_ready_line_and_refuses_to_start_without_its_store() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let worker = sandbox.spawn(BIN, &["worker"]);
+    assert_eq!(worker.next_line(), "worker started", "{}", worker.log());
+
+    // split across processes, a default store would be a file of the worker's own
+    for args in [&["worker"][..], &["serve", "--no-worker"][..]] {
+        let mut unnamed = sandbox.spawn_with(BIN, args, &[("HOOKBOX_STORE", "")]);
+        let status = unnamed.exited().await;
+        assert_eq!(status.code(), Some(1), "{args:?}: {status}");
+        assert!(
+            unnamed.log().contains("HOOKBOX_STORE is required"),
+            "{args:?}: {}",
+            unnamed.log()
+        );
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hookbox_example_testkit::{Sandbox, unique};
+use hookbox_testkit::{Sandbox, unique};
 use hookbox_shopify::ShopifySigner;
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-shopify");
@@ -26,7 +26,7 @@ fn service(var: &str) -> Option<String> {
     }
 }
 
-async fn send_orders(example: &hookbox_example_testkit::Example, shop: &str) {
+async fn send_orders(example: &hookbox_testkit::Example, shop: &str) {
     let signer = ShopifySigner::new(SECRET)
         .expect("the demo secret")
         .shop_domain(shop);

@@ -4,8 +4,8 @@
 //! shop's own delivery; a forged copy is refused; `orders/updated` arriving out of
 //! order never overwrites a newer order, and a same-second tie keeps the stored one.
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_shopify::ShopifySigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-shopify");
 const PATH: &str = "/webhooks/shopify";

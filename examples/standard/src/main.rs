@@ -14,7 +14,7 @@
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
 //! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
-#![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
+#![allow(clippy::print_stdout)] // the "listening on" and "worker started" lines are how users and tests know it is up
 
 use std::time::Duration;
 
@@ -39,45 +39,6 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
     (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
 const RECORD: &str =
     "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
-
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
-mod store {
-    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "hookbox-standard.db";
-
-    /// Opens the SQLite file and applies hookbox's migrations.
-    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
-            return Err(hint.into());
-        }
-        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
-
-/// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
-mod store {
-    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
-
-    /// The database when `HOOKBOX_STORE` is unset.
-    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-    /// Connects to Postgres and applies hookbox's migrations.
-    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
-        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
-        store.migrate().await?;
-        Ok(store)
-    }
-}
 
 /// Anything that stops the process, with its message.
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -117,6 +78,17 @@ async fn main() -> Result<(), Error> {
         }
     };
 
+    // split across processes (`serve --no-worker` + `worker`), both must name the
+    // store they share: with the default, each would open a file of its own in its
+    // working directory and the worker would drain nothing, silently
+    if serve != work && env_or("HOOKBOX_STORE", "").is_empty() {
+        eprintln!(
+            "example-standard: HOOKBOX_STORE is required with `serve --no-worker` and `worker`: \
+             set it to the store both processes share (the SQLite file, or the postgres:// \
+             URL in a `--features postgres` build)"
+        );
+        std::process::exit(1);
+    }
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
     diesel::sql_query(CREATE)
         .execute(&mut *store.connection().await?)
@@ -150,6 +122,8 @@ async fn main() -> Result<(), Error> {
 
     let worker = work.then(|| {
         tracing::info!("worker started");
+        // on stdout too, after any address line: a script or test knows it is up
+        println!("worker started");
         let (store, stop) = (store.clone(), stopped(stop.clone()));
         tokio::spawn(async move {
             run_worker(&store, record_event, Duration::from_millis(250), stop).await
@@ -167,6 +141,45 @@ async fn main() -> Result<(), Error> {
         tracing::info!(processed = report.processed, dead = report.dead, "stopped");
     }
     Ok(())
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(not(feature = "postgres"))]
+mod store {
+    pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "hookbox-standard.db";
+
+    /// Opens the SQLite file and applies hookbox's migrations.
+    pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
+        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
+            let hint = "this build stores in SQLite: \
+                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+            return Err(hint.into());
+        }
+        let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`. Only this module names the backend.
+#[cfg(feature = "postgres")]
+mod store {
+    pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    /// Connects to Postgres and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
 }
 
 /// Flips to `true` on SIGINT (Ctrl-C) or SIGTERM (what `kill` and orchestrators send).

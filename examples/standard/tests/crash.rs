@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_standard::StandardSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-standard");
 const PATH: &str = "/webhooks/standard";

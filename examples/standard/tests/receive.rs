@@ -3,8 +3,8 @@
 //! and written to the ledger once; a forged copy is refused; a receiver process and a
 //! separate worker process share one database, and both stop cleanly on SIGTERM.
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_standard::StandardSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-standard");
 const PATH: &str = "/webhooks/standard";
@@ -120,4 +120,25 @@ async fn a_separate_worker_process_applies_what_the_receiver_stored() {
         "the worker returned its report:\n{}",
         worker.log()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_prints_a_ready_line_and_refuses_to_start_without_its_store() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let worker = sandbox.spawn(BIN, &["worker"]);
+    assert_eq!(worker.next_line(), "worker started", "{}", worker.log());
+
+    // split across processes, a default store would be a file of the worker's own
+    for args in [&["worker"][..], &["serve", "--no-worker"][..]] {
+        let mut unnamed = sandbox.spawn_with(BIN, args, &[("HOOKBOX_STORE", "")]);
+        let status = unnamed.exited().await;
+        assert_eq!(status.code(), Some(1), "{args:?}: {status}");
+        assert!(
+            unnamed.log().contains("HOOKBOX_STORE is required"),
+            "{args:?}: {}",
+            unnamed.log()
+        );
+    }
 }

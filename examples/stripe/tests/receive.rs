@@ -3,8 +3,8 @@
 //! stored once and credited once; a forged copy is refused; SIGTERM stops it cleanly;
 //! a SQLite build refuses a Postgres URL.
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_stripe::StripeSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-stripe");
 const PATH: &str = "/webhooks/stripe";

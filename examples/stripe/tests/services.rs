@@ -7,8 +7,8 @@
 //! `cargo test -p example-stripe --features postgres`.
 #![cfg(feature = "postgres")]
 
-use hookbox_example_testkit::{PgSchema, Sandbox, redis_url, unique};
 use hookbox_stripe::StripeSigner;
+use hookbox_testkit::{PgSchema, Sandbox, redis_url, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-stripe");
 const PATH: &str = "/webhooks/stripe";

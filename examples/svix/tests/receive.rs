@@ -2,8 +2,8 @@
 //! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
 //! and written to the ledger once; a forged copy is refused; SIGTERM stops it cleanly.
 
-use hookbox_example_testkit::{Sandbox, unique};
 use hookbox_svix::SvixSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-svix");
 const PATH: &str = "/webhooks/svix";
@@ -78,4 +78,25 @@ async fn sigterm_finishes_the_work_and_exits_with_status_0() {
         example.log()
     );
     assert!(example.log().contains("stopped"), "{}", example.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_prints_a_ready_line_and_refuses_to_start_without_its_store() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let worker = sandbox.spawn(BIN, &["worker"]);
+    assert_eq!(worker.next_line(), "worker started", "{}", worker.log());
+
+    // split across processes, a default store would be a file of the worker's own
+    for args in [&["worker"][..], &["serve", "--no-worker"][..]] {
+        let mut unnamed = sandbox.spawn_with(BIN, args, &[("HOOKBOX_STORE", "")]);
+        let status = unnamed.exited().await;
+        assert_eq!(status.code(), Some(1), "{args:?}: {status}");
+        assert!(
+            unnamed.log().contains("HOOKBOX_STORE is required"),
+            "{args:?}: {}",
+            unnamed.log()
+        );
+    }
 }

@@ -125,7 +125,11 @@
 //!
 //! It ends with one event: `INFO` "delivery acknowledged" for a 200, `WARN`
 //! "delivery refused" with a `reason` for a 4xx, `ERROR` "delivery not stored" with
-//! the `cause` chain for a 5xx. The body, the signature and the secret are never
+//! the `cause` chain for a 5xx. A transient store error (503 `store_unavailable`: the
+//! database down, locked or out of connections) is a `WARN` "delivery not stored: the
+//! store is unavailable" with `kind`, `cause` and `suppressed` (how many such lines
+//! were held back), at most one per `interval_secs` (10 s) for the whole process, so
+//! an outage does not flood the log. The body, the signature and the secret are never
 //! logged (a side effect's own error text is, as the `cause`).
 #![forbid(unsafe_code)]
 

@@ -130,6 +130,10 @@ async fn logs_name_the_delivery_and_never_hold_the_body_or_the_secret() {
         "X-Hub-Signature-256",
         "status=503",
         r#"error="store_unavailable""#,
+        // a transient store error: WARN, rate-limited, with the count held back
+        "WARN",
+        "the store is unavailable",
+        "suppressed=0",
         // the cause chain, down to SQLite's own message
         "database is locked",
     ] {

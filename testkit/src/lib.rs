@@ -1,42 +1,13 @@
-//! Test support for the hookbox examples: start an example binary on a random port
-//! with its own database, send it signed deliveries over real HTTP, watch its inbox
-//! and tables until the worker has applied them, and stop it with SIGTERM.
+#![doc = include_str!("../README.md")]
 //!
-//! Each build of an example speaks one backend (SQLite, or PostgreSQL with
-//! `--features postgres`): [`Sandbox::for_build`] gives a test the database its
-//! binary speaks, a SQLite file or a PostgreSQL schema of its own, so one test runs
-//! on both builds.
+//! # Reading an answer
+//! ```
+//! use hookbox_testkit::Answer;
 //!
-//! Each example's `tests/receive.rs` is a few lines on top of this crate; the
-//! plumbing (child processes, ports, logs, polling) lives here so the tests read as
-//! what a user checks by hand: "200 stored, 200 duplicate, applied once".
-//!
-//! Failures panic with the child's log attached (this is test support: a panic is
-//! how a test fails), and every wait has a deadline instead of a fixed sleep.
-//!
-//! # Examples
-//! The test of a GitHub receiver (not run here: it needs the example's binary, which
-//! a test names with `env!("CARGO_BIN_EXE_example-github")`):
-//! ```no_run
-//! use hookbox_example_testkit::{Sandbox, unique};
-//! use hookbox_github::GitHubSigner;
-//!
-//! async fn a_push_sent_twice_is_counted_once(bin: &str) {
-//!     let sandbox = Sandbox::new();
-//!     let example = sandbox.start(bin, &[]);
-//!     let signer = GitHubSigner::new("hookbox-github-demo-secret").unwrap().event("push");
-//!     let id = unique("delivery");
-//!     let body = br#"{"repository":{"full_name":"octo/hello"}}"#;
-//!
-//!     let first = example.send("/webhooks/github", &signer, &id, body).await;
-//!     assert_eq!((first.status, first.outcome().as_str()), (200, "stored"));
-//!     let retry = example.send("/webhooks/github", &signer, &id, body).await;
-//!     assert_eq!((retry.status, retry.outcome().as_str()), (200, "duplicate"));
-//!
-//!     sandbox.wait_processed(1).await;
-//!     let pushes = sandbox.query_i64("SELECT pushes AS n FROM pushes WHERE repo = 'octo/hello'").await;
-//!     assert_eq!(pushes, 1);
-//! }
+//! let answer = Answer { status: 401, body: r#"{"ok":false,"error":"signature_mismatch"}"#.into() };
+//! assert_eq!(answer.outcome(), "signature_mismatch");
+//! let stored = Answer { status: 200, body: r#"{"ok":true,"outcome":"stored"}"#.into() };
+//! assert_eq!(stored.outcome(), "stored");
 //! ```
 #![forbid(unsafe_code)]
 

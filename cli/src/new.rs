@@ -1,0 +1,614 @@
+//! `hookbox new`: writes a standalone receiver project from the example for one
+//! provider.
+//!
+//! The example's files are embedded in this binary when it is compiled
+//! (`include_str!` through the symlinks in `cli/scaffold/`, which `cargo package`
+//! resolves to the files themselves), so a project always starts from the examples
+//! this version of hookbox was tested with: its `src/`, `tests/` (on
+//! `hookbox-testkit`), sample events and README. The Cargo.toml is the example's own,
+//! with every `workspace = true` resolved from the workspace's Cargo.toml into an
+//! explicit version, and hookbox's crates taken from crates.io, a checkout
+//! (`--hookbox-path`) or a git repository (`--hookbox-git`).
+
+#![allow(clippy::print_stdout)] // the list of written files and the next steps
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use toml::{Table, Value};
+
+use crate::UsageError;
+use crate::providers::ProviderName;
+
+/// Printed after `hookbox new --help`.
+pub(crate) const AFTER_HELP: &str = "Examples:
+  hookbox new my-hooks --provider github --hookbox-path ~/src/hookbox
+  hookbox new billing --provider stripe --store postgres --hookbox-git https://github.com/hookbox/hookbox
+  cd my-hooks && cargo build && cargo test
+
+The project is the example for the provider as this version of hookbox was tested
+with it; its README.md says how to run it and send it a signed sample event.";
+
+/// Arguments of `hookbox new`.
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The directory to create; its name is the package's and the binary's name.
+    dir: PathBuf,
+    /// The provider whose example the project starts from.
+    #[arg(long, value_enum)]
+    provider: ProviderName,
+    /// The store the project builds with by default (its `default` feature); the
+    /// other stays available as a feature.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    store: StoreKind,
+    /// Take hookbox's crates from this checkout (`path` dependencies), until they are
+    /// on crates.io.
+    #[arg(long, value_name = "CHECKOUT", conflicts_with = "hookbox_git")]
+    hookbox_path: Option<PathBuf>,
+    /// Take hookbox's crates from this git repository (`git` dependencies).
+    #[arg(long, value_name = "URL")]
+    hookbox_git: Option<String>,
+    /// With `--hookbox-git`: the commit, tag or branch to build (`rev`).
+    #[arg(long, value_name = "REV", requires = "hookbox_git")]
+    hookbox_rev: Option<String>,
+}
+
+/// The store a new project builds with by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    /// An embedded SQLite file (`HOOKBOX_STORE` is its path).
+    Sqlite,
+    /// PostgreSQL (`HOOKBOX_STORE` is a `postgres://` URL).
+    Postgres,
+}
+
+impl StoreKind {
+    fn feature(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// Where the project's hookbox dependencies come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// crates.io, by version.
+    Registry,
+    /// A local checkout of the hookbox repository.
+    Path(PathBuf),
+    /// A git repository, optionally at a revision.
+    Git { url: String, rev: Option<String> },
+}
+
+/// One example, as embedded: its name and its files by path in the new project.
+struct Example {
+    provider: &'static str,
+    files: &'static [(&'static str, &'static str)],
+}
+
+/// Embeds `cli/scaffold/<provider>/<file>` (a symlink into `examples/<provider>/`).
+macro_rules! embed {
+    ($provider:literal: $($file:literal),+ $(,)?) => {
+        Example {
+            provider: $provider,
+            files: &[$(($file, include_str!(concat!("../scaffold/", $provider, "/", $file)))),+],
+        }
+    };
+}
+
+/// The workspace's Cargo.toml: the versions behind every `workspace = true`.
+const WORKSPACE: &str = include_str!("../scaffold/workspace.toml");
+
+/// The example's Cargo.toml, embedded as `manifest.toml` (a directory with a file
+/// named Cargo.toml would be a package of its own to `cargo package`).
+const MANIFEST: &str = "manifest.toml";
+
+/// Every example `hookbox new` can start from. `scaffold_embeds_every_file_of_the_examples`
+/// fails when an example gains a file that is not listed here.
+const EXAMPLES: &[Example] = &[
+    embed!("stripe": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs", "tests/services.rs"),
+    embed!("shopify": "manifest.toml", "README.md", "sample.json", "sample-updated.json",
+        "sample-updated-older.json", "src/main.rs", "tests/receive.rs"),
+    embed!("github": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("svix": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("standard": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs", "tests/crash.rs"),
+];
+
+/// Runs `hookbox new`: 0 when the project was written, 1 when it could not be
+/// written, 2 for usage errors.
+pub(crate) fn run(args: &NewArgs) -> Result<ExitCode, UsageError> {
+    let example = EXAMPLES
+        .iter()
+        .find(|example| example.provider == args.provider.as_str())
+        .ok_or_else(|| {
+            UsageError(format!(
+                "there is no example for {} to start from yet",
+                args.provider.as_str()
+            ))
+        })?;
+    let name = package_name(&args.dir)?;
+    let source = match (&args.hookbox_path, &args.hookbox_git) {
+        (Some(path), _) => {
+            let checkout = std::path::absolute(path)
+                .map_err(|err| UsageError(format!("--hookbox-path {}: {err}", path.display())))?;
+            if !checkout.join("core").join("Cargo.toml").is_file() {
+                return Err(UsageError(format!(
+                    "--hookbox-path {}: not a hookbox checkout (no core/Cargo.toml)",
+                    checkout.display()
+                )));
+            }
+            Source::Path(checkout)
+        }
+        (None, Some(url)) => Source::Git {
+            url: url.clone(),
+            rev: args.hookbox_rev.clone(),
+        },
+        (None, None) => Source::Registry,
+    };
+    let files = project(example, &name, args.store, &source).map_err(UsageError)?;
+
+    if args.dir.exists()
+        && std::fs::read_dir(&args.dir).map_or(true, |mut entries| entries.next().is_some())
+    {
+        return Err(UsageError(format!(
+            "{} already exists and is not empty; give a new directory",
+            args.dir.display()
+        )));
+    }
+    for (path, text) in &files {
+        let target = args.dir.join(path);
+        let written = target
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&target, text));
+        if let Err(err) = written {
+            eprintln!("error: cannot write {}: {err}", target.display());
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    println!(
+        "created {} from the {} example ({} store):",
+        args.dir.display(),
+        example.provider,
+        args.store.feature()
+    );
+    for (path, _) in &files {
+        println!("  {path}");
+    }
+    println!(
+        "next: cd {} && cargo test && cargo run   (README.md has the rest)",
+        args.dir.display()
+    );
+    if source == Source::Registry {
+        println!(
+            "note: the Cargo.toml takes hookbox's crates from crates.io; until they are published, use --hookbox-path <checkout> or --hookbox-git <url>"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The package name for `dir`: its last component, which must be a valid crate name.
+fn package_name(dir: &Path) -> Result<String, UsageError> {
+    let name = dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(name.to_owned())
+    } else {
+        Err(UsageError(format!(
+            "{}: the directory's name becomes the package's, so it must start with a letter and hold only letters, digits, `-` and `_`",
+            dir.display()
+        )))
+    }
+}
+
+/// Every file of the new project, by path, with its text.
+fn project(
+    example: &Example,
+    name: &str,
+    store: StoreKind,
+    source: &Source,
+) -> Result<Vec<(String, String)>, String> {
+    let original = format!("example-{}", example.provider);
+    let rename = |text: &str| {
+        text.replace(&original, name)
+            .replace(&original.replace('-', "_"), &name.replace('-', "_"))
+    };
+    let mut files = Vec::new();
+    for (path, text) in example.files {
+        match *path {
+            MANIFEST => files.push((
+                "Cargo.toml".to_owned(),
+                manifest(text, name, store, source)?,
+            )),
+            "README.md" => files.push((
+                (*path).to_owned(),
+                readme(&rename(text), example.provider, name, store),
+            )),
+            _ => files.push(((*path).to_owned(), rename(text))),
+        }
+    }
+    // the SQLite file and its WAL beside it are the project's data, not its source
+    files.push((
+        ".gitignore".to_owned(),
+        "/target\n*.db\n*.db-shm\n*.db-wal\n".to_owned(),
+    ));
+    Ok(files)
+}
+
+/// The example's README for the new project: the commands run in this directory
+/// (`cargo run`, `hookbox send … --body-file sample.json`), not in hookbox's checkout,
+/// and the section on copying the example out is dropped.
+fn readme(text: &str, provider: &str, name: &str, store: StoreKind) -> String {
+    let package = format!("-p {name}");
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            // this project is the copy
+            skipping = line.starts_with("## Copying it into your project");
+        }
+        if skipping {
+            continue;
+        }
+        let line = line
+            .replace("cargo run -q -p hookbox-cli --", "hookbox")
+            .replace(&format!("{package} "), "")
+            .replace(&package, "")
+            .replace(&format!("examples/{provider}/"), "")
+            .replace("at the root of this repository", "in this directory");
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if out.lines().count() == 1 {
+            let _ = write!(
+                out,
+                "\nCreated by `hookbox new {name} --provider {provider} --store {}` from hookbox's \
+                 `examples/{provider}`. `hookbox` is the command line that created it \
+                 (`cargo install hookbox-cli`).\n",
+                store.feature()
+            );
+        }
+    }
+    out
+}
+
+/// The example's Cargo.toml as a package of its own: `workspace = true` resolved from
+/// the workspace's tables, hookbox's crates from `source`, `store` the default feature.
+fn manifest(text: &str, name: &str, store: StoreKind, source: &Source) -> Result<String, String> {
+    let example: Table = text
+        .parse()
+        .map_err(|err| format!("the embedded example manifest: {err}"))?;
+    let workspace: Table = WORKSPACE
+        .parse()
+        .map_err(|err| format!("the embedded workspace manifest: {err}"))?;
+    let workspace = workspace
+        .get("workspace")
+        .and_then(Value::as_table)
+        .ok_or("the embedded workspace manifest has no [workspace]")?;
+    let package = workspace.get("package").and_then(Value::as_table);
+    let field = |key: &str| {
+        package
+            .and_then(|package| package.get(key))
+            .map(inline)
+            .unwrap_or_default()
+    };
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# written by `hookbox new`: hookbox's example as a package of your own\n[package]"
+    );
+    let _ = writeln!(out, "name = {}", inline(&Value::from(name)));
+    let _ = writeln!(out, "version = \"0.1.0\"");
+    let _ = writeln!(out, "edition = {}", field("edition"));
+    let _ = writeln!(out, "rust-version = {}", field("rust-version"));
+    let _ = writeln!(out, "publish = false");
+
+    if let Some(features) = example.get("features").and_then(Value::as_table) {
+        let _ = writeln!(out, "\n[features]");
+        for (feature, enables) in features {
+            let enables = if feature == "default" {
+                Value::from(vec![store.feature()])
+            } else {
+                enables.clone()
+            };
+            let _ = writeln!(out, "{} = {}", key(feature), inline(&enables));
+        }
+    }
+    let empty = Table::new();
+    let workspace_deps = workspace
+        .get("dependencies")
+        .and_then(Value::as_table)
+        .unwrap_or(&empty);
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let Some(deps) = example.get(section).and_then(Value::as_table) else {
+            continue;
+        };
+        let _ = writeln!(out, "\n[{section}]");
+        for (dep, spec) in deps {
+            let spec = dependency(dep, spec, workspace_deps, source)?;
+            let _ = writeln!(out, "{} = {}", key(dep), inline(&spec));
+        }
+    }
+    // the lints the example is written against
+    if let Some(lints) = workspace.get("lints").and_then(Value::as_table) {
+        for (tool, table) in lints {
+            let Some(table) = table.as_table() else {
+                continue;
+            };
+            let _ = writeln!(out, "\n[lints.{}]", key(tool));
+            for (lint, level) in table {
+                let _ = writeln!(out, "{} = {}", key(lint), inline(level));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n# a root of its own, even inside another workspace's directory\n[workspace]"
+    );
+    Ok(out)
+}
+
+/// One dependency as the new project writes it.
+fn dependency(
+    dep: &str,
+    spec: &Value,
+    workspace_deps: &Table,
+    source: &Source,
+) -> Result<Value, String> {
+    let mut spec = match spec {
+        Value::String(version) => {
+            Table::from_iter([("version".to_owned(), version.clone().into())])
+        }
+        Value::Table(table) => table.clone(),
+        other => return Err(format!("dependency {dep}: unexpected {other}")),
+    };
+    if spec.remove("workspace").and_then(|v| v.as_bool()) == Some(true) {
+        let base = workspace_deps
+            .get(dep)
+            .ok_or_else(|| format!("dependency {dep}: not in the workspace's dependencies"))?;
+        let mut resolved = match base {
+            Value::String(version) => {
+                Table::from_iter([("version".to_owned(), version.clone().into())])
+            }
+            Value::Table(table) => table.clone(),
+            other => return Err(format!("workspace dependency {dep}: unexpected {other}")),
+        };
+        // features add to the workspace's; `optional` and the like are the member's
+        let mut features: Vec<Value> = resolved
+            .get("features")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(more) = spec.remove("features").as_ref().and_then(Value::as_array) {
+            for feature in more {
+                if !features.contains(feature) {
+                    features.push(feature.clone());
+                }
+            }
+        }
+        resolved.extend(spec);
+        if !features.is_empty() {
+            resolved.insert("features".to_owned(), Value::Array(features));
+        }
+        spec = resolved;
+    }
+    // one of ours: where it comes from
+    if let Some(path) = spec.remove("path") {
+        let path = path.as_str().unwrap_or_default().to_owned();
+        let mut ordered = Table::new();
+        if let Some(version) = spec.remove("version") {
+            ordered.insert("version".to_owned(), version);
+        }
+        match source {
+            Source::Registry => {}
+            Source::Path(checkout) => {
+                let path = checkout.join(path);
+                ordered.insert(
+                    "path".to_owned(),
+                    path.to_string_lossy().into_owned().into(),
+                );
+            }
+            Source::Git { url, rev } => {
+                ordered.insert("git".to_owned(), url.clone().into());
+                if let Some(rev) = rev {
+                    ordered.insert("rev".to_owned(), rev.clone().into());
+                }
+            }
+        }
+        ordered.extend(spec);
+        spec = ordered;
+    }
+    if spec.len() == 1
+        && let Some(Value::String(version)) = spec.get("version")
+    {
+        return Ok(Value::String(version.clone()));
+    }
+    Ok(Value::Table(spec))
+}
+
+/// A TOML key: bare when it can be, quoted otherwise.
+fn key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        key.to_owned()
+    } else {
+        inline(&Value::from(key))
+    }
+}
+
+/// A TOML value on one line: strings, booleans, integers, arrays and inline tables.
+fn inline(value: &Value) -> String {
+    match value {
+        // a JSON string is a TOML basic string
+        Value::String(text) => serde_json::Value::from(text.as_str()).to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(inline).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Table(table) => {
+            let entries: Vec<String> = table
+                .iter()
+                .map(|(k, v)| format!("{} = {}", key(k), inline(v)))
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The files of `dir` and below, by path relative to `dir`, following symlinks.
+    fn files_under(dir: &Path, prefix: &str, into: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).expect("a readable directory") {
+            let path = entry.expect("an entry").path();
+            let name = format!(
+                "{prefix}{}",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+            );
+            if path.is_dir() {
+                files_under(&path, &format!("{name}/"), into);
+            } else {
+                into.insert(name);
+            }
+        }
+    }
+
+    #[test]
+    fn scaffold_embeds_every_file_of_the_examples() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        for example in EXAMPLES {
+            let embedded: BTreeSet<String> =
+                example.files.iter().map(|(p, _)| (*p).to_owned()).collect();
+            // what cli/scaffold/<provider> holds (the symlinks, followed) …
+            let mut scaffold = BTreeSet::new();
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scaffold")
+                .join(example.provider);
+            files_under(&dir, "", &mut scaffold);
+            assert_eq!(embedded, scaffold, "cli/scaffold/{}", example.provider);
+            // … and, in the workspace, what the example itself holds
+            let dir = examples.join(example.provider);
+            if dir.is_dir() {
+                let mut wanted = BTreeSet::from([MANIFEST.to_owned(), "README.md".to_owned()]);
+                for sub in ["src", "tests"] {
+                    files_under(&dir.join(sub), &format!("{sub}/"), &mut wanted);
+                }
+                for entry in std::fs::read_dir(&dir).expect("the example") {
+                    let name = entry.expect("an entry").file_name();
+                    let name = name.to_string_lossy();
+                    if name.ends_with(".json") {
+                        wanted.insert(name.into_owned());
+                    }
+                }
+                assert_eq!(
+                    embedded, wanted,
+                    "examples/{}: add a symlink in cli/scaffold/{0}/ and a line in EXAMPLES",
+                    example.provider
+                );
+            }
+        }
+        // every provider `hookbox new --provider` accepts has an example
+        for provider in ProviderName::value_variants() {
+            assert!(
+                EXAMPLES.iter().any(|e| e.provider == provider.as_str()),
+                "{}",
+                provider.as_str()
+            );
+        }
+    }
+
+    #[test]
+    fn the_manifest_has_explicit_versions_and_the_chosen_source() {
+        let github = &EXAMPLES[2];
+        let (_, text) = github.files.iter().find(|(p, _)| *p == MANIFEST).unwrap();
+        let registry = manifest(text, "my-hooks", StoreKind::Sqlite, &Source::Registry).unwrap();
+        assert!(!registry.contains("workspace = true"), "{registry}");
+        assert!(registry.contains("name = \"my-hooks\""), "{registry}");
+        assert!(
+            registry.contains("hookbox-github = \"0.1.0\""),
+            "{registry}"
+        );
+        assert!(registry.contains("default = [\"sqlite\"]"), "{registry}");
+        assert!(
+            registry.contains("[dev-dependencies]\nhookbox-testkit = \"0.1.0\""),
+            "{registry}"
+        );
+
+        let checkout = Source::Path(PathBuf::from("/src/hookbox"));
+        let path = manifest(text, "my-hooks", StoreKind::Postgres, &checkout).unwrap();
+        assert!(
+            path.contains(
+                r#"hookbox-github = { version = "0.1.0", path = "/src/hookbox/providers/github" }"#
+            ),
+            "{path}"
+        );
+        assert!(path.contains("default = [\"postgres\"]"), "{path}");
+        let git = Source::Git {
+            url: "https://github.com/hookbox/hookbox".into(),
+            rev: Some("v0.1.0".into()),
+        };
+        let git = manifest(text, "my-hooks", StoreKind::Sqlite, &git).unwrap();
+        assert!(
+            git.contains(r#"hookbox-github = { version = "0.1.0", git = "https://github.com/hookbox/hookbox", rev = "v0.1.0" }"#),
+            "{git}"
+        );
+        // it parses back as TOML, with the workspace's lints written out
+        let parsed: Table = git.parse().unwrap();
+        assert!(parsed["lints"]["rust"].get("unsafe_code").is_some());
+    }
+
+    #[test]
+    fn the_readme_runs_in_the_new_directory() {
+        let github = &EXAMPLES[2];
+        let files = project(github, "my-hooks", StoreKind::Sqlite, &Source::Registry).unwrap();
+        let (_, readme) = files.iter().find(|(p, _)| p == "README.md").unwrap();
+        assert!(readme.contains("--body-file sample.json"), "{readme}");
+        assert!(
+            readme.contains("hookbox send --provider github"),
+            "{readme}"
+        );
+        assert!(!readme.contains("-p example-github"), "{readme}");
+        assert!(!readme.contains("cargo run -q -p hookbox-cli"), "{readme}");
+        assert!(
+            !readme.contains("## Copying it into your project"),
+            "{readme}"
+        );
+        let (_, test) = files.iter().find(|(p, _)| p == "tests/receive.rs").unwrap();
+        assert!(test.contains("CARGO_BIN_EXE_my-hooks"), "{test}");
+        assert!(
+            !test.contains("hookbox_example_testkit"),
+            "the tests use the published testkit"
+        );
+    }
+
+    #[test]
+    fn a_directory_name_must_be_a_crate_name() {
+        assert_eq!(package_name(Path::new("a/my-hooks")).unwrap(), "my-hooks");
+        assert!(package_name(Path::new("9lives")).is_err());
+        assert!(package_name(Path::new("my hooks")).is_err());
+    }
+}
