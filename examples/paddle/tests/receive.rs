@@ -2,8 +2,8 @@
 //! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
 //! and written to the ledger once; a forged copy is refused.
 
-use hookbox_testkit::{Sandbox, unique};
 use hookbox_paddle::PaddleSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-paddle");
 const PATH: &str = "/webhooks/paddle";

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use hookbox_testkit::{Sandbox, unique};
 use hookbox_shopify::ShopifySigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-shopify");
 const PATH: &str = "/webhooks/shopify";

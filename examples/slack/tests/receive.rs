@@ -2,8 +2,8 @@
 //! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
 //! and written to the ledger once; a forged copy is refused; the handshake gets its documented answer and leaves no row.
 
-use hookbox_testkit::{Sandbox, unique};
 use hookbox_slack::SlackSigner;
+use hookbox_testkit::{Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-slack");
 const PATH: &str = "/webhooks/slack";

@@ -170,12 +170,12 @@ impl PgStore {
                     .await?;
                 // a retry runs alone: what failed or panicked before costs no
                 // neighbour anything more (the others are unlocked at commit)
-                let rows: Vec<InboxRow> = if rows.iter().next().is_some_and(|row| row.attempts > 0)
-                {
-                    rows.into_iter().take(1).collect()
-                } else {
-                    rows.into_iter().filter(|row| row.attempts == 0).collect()
-                };
+                let rows: Vec<InboxRow> =
+                    if <[InboxRow]>::first(&rows).is_some_and(|row| row.attempts > 0) {
+                        rows.into_iter().take(1).collect()
+                    } else {
+                        rows.into_iter().filter(|row| row.attempts == 0).collect()
+                    };
                 let started = Instant::now();
                 let mut outcomes = Vec::with_capacity(rows.len());
                 let mut processed = Vec::with_capacity(rows.len());
