@@ -358,10 +358,10 @@ impl Inbox for PgStore {
             match batch {
                 Batch::Committed(outcomes) => Ok(outcomes),
                 Batch::Abandoned { row, reason } => {
-                    // the abandoned handler may have left the connection mid-statement
-                    // or inside transactions of its own: close it, so the server rolls
-                    // the batch back and releases its rows now
-                    drop(conn.detach());
+                    // the batch rolled back before `run` returned; a connection the
+                    // abandoned handler left inside a transaction of its own is closed
+                    // as it drops (the server rolls back and releases the rows)
+                    drop(conn);
                     Ok(vec![self.record_abandoned(&row, &reason, &retry).await?])
                 }
             }
