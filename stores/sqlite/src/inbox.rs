@@ -242,9 +242,13 @@ impl SqliteStore {
             let recorded = conn
                 .immediate_transaction(
                     async |conn: &mut Conn| -> Result<_, diesel::result::Error> {
-                        // the others first, so they are due before the row that failed
+                        // the failure first: it clears the row's lease, so the release
+                        // that follows hands back only the rows that never ran (their
+                        // attempt returned, due at once)
+                        let failure =
+                            record_failure(conn, row, token, &retry, reason.to_string()).await?;
                         release_leases(conn, token).await?;
-                        record_failure(conn, row, token, &retry, reason.to_string()).await
+                        Ok(failure)
                     },
                 )
                 .await
