@@ -227,9 +227,11 @@ pub(crate) const TAKE_LEASES: &str = "UPDATE hookbox_inbox SET attempts = attemp
      last_error = CASE WHEN lease_token IS NULL THEN last_error ELSE ?3 END \
      WHERE id IN ";
 
-/// The ids of the rows a lease token still holds, as `count`. Binds: token.
+/// Which of the ids that follow a lease token still holds, as `count`. Binds: token.
+/// (By id, not by token alone: `lease_token` has no index, and a scan of the whole
+/// inbox per batch cost more than the batch.)
 pub(crate) const LEASED_TO: &str = "SELECT id AS count FROM hookbox_inbox \
-     WHERE lease_token = ? AND processed_at IS NULL";
+     WHERE lease_token = ? AND processed_at IS NULL AND id IN ";
 
 /// The handlers succeeded: processed, the attempt un-counted, the lease cleared, for
 /// the ids that follow while `token` holds them. Binds: processed_at, token.
@@ -237,11 +239,12 @@ pub(crate) const MARK_PROCESSED: &str = "UPDATE hookbox_inbox SET processed_at =
      attempts = attempts - 1, leased_until = NULL, lease_token = NULL \
      WHERE lease_token = ?2 AND id IN ";
 
-/// The rows a lease token still holds that the batch did not start: due again now
-/// with the attempt un-counted and the lease cleared. Binds: now, token.
+/// Of the ids that follow, the rows a lease token still holds that the batch did not
+/// start: due again now with the attempt un-counted and the lease cleared. Binds:
+/// now, token.
 pub(crate) const RELEASE_LEASES: &str = "UPDATE hookbox_inbox SET attempts = attempts - 1, \
      next_attempt_at = ?1, leased_until = NULL, lease_token = NULL \
-     WHERE lease_token = ?2 AND processed_at IS NULL";
+     WHERE lease_token = ?2 AND processed_at IS NULL AND id IN ";
 
 /// `(1, 2, 3)`: row ids written into a statement (integers, so nothing to escape;
 /// one statement instead of one per row).
