@@ -12,6 +12,7 @@ use hookbox_core::{
     ProcessError, Processed, Received, Retention, RetentionPolicy, Store as _, VerifiedDelivery,
 };
 use hookbox_redis_cache::{CacheError, CacheOptions, Cached};
+use hookbox_sqlite::ImmediateTransaction as _;
 
 fn key(id: &str) -> DedupeKey {
     DedupeKey::new("cache-tests", "standard", id)

@@ -13,10 +13,16 @@ use diesel_async::AsyncConnection as _;
 
 use crate::error::SqliteError;
 use crate::options::SqliteOptions;
+use crate::runner::StatementRunner;
 
 /// The connection a side effect or handler runs on, inside the store's transaction.
-pub type Conn =
-    diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>;
+///
+/// Its statements run on tokio's blocking pool, except inside the worker's batch,
+/// where they run on the worker's own thread ([`StatementRunner`]).
+pub type Conn = diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+    diesel::SqliteConnection,
+    StatementRunner,
+>;
 
 /// Checks that `path` names a file SQLite can share between connections.
 pub(crate) fn file_url(path: &Path) -> Result<&str, SqliteError> {

@@ -45,8 +45,10 @@ use crate::error::SqliteError;
 use crate::options::SqliteOptions;
 use crate::pool::PooledConnection;
 use crate::rows::{InboxRow, duration_micros, from_micros, micros};
+use crate::runner;
 use crate::sql;
 use crate::store::SqliteStore;
+use crate::transaction::ImmediateTransaction as _;
 use crate::writer::{InboxInsert, received};
 
 /// `last_error` for an attempt whose worker stopped before it finished.
@@ -151,72 +153,83 @@ impl SqliteStore {
         let retry = self.inner.options.retry;
         let worked = conn
             .immediate_transaction(async |conn: &mut Conn| -> Result<_, BatchTxError> {
-                let started = Instant::now();
-                // a lease may have run out while this worker waited for the write
-                // lock, and another worker taken the row: then it is not ours to run
-                let ours: Vec<i64> = diesel::sql_query(sql::LEASED_TO)
+                // the lock is held from here to the commit: every statement runs on
+                // this task's thread (`runner`), the commit on the blocking pool
+                runner::inline(async move {
+                    let started = Instant::now();
+                    // a lease may have run out while this worker waited for the write
+                    // lock, and another worker taken the row: then it is not ours to run
+                    let leased = rows.iter().map(|row| row.id);
+                    let ours: Vec<i64> = diesel::sql_query(format!(
+                        "{}{}",
+                        sql::LEASED_TO,
+                        sql::id_list(leased.clone())
+                    ))
                     .bind::<BigInt, _>(token)
                     .load::<Count>(conn)
                     .await?
                     .into_iter()
                     .map(|row| row.count)
                     .collect();
-                let mut outcomes = Vec::with_capacity(rows.len());
-                let mut processed = Vec::with_capacity(rows.len());
-                for (index, row) in rows.iter().enumerate() {
-                    if !ours.contains(&row.id) {
-                        continue;
-                    }
-                    if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
-                        // the rest are released below, due again at once
-                        break;
-                    }
-                    // the view an inline handler gets too, with this attempt's number
-                    let delivery = row.delivery();
-                    // a savepoint: a handler error rolls back the handler's writes
-                    // only, and the failure is recorded in this transaction
-                    let ran = conn
-                        .transaction(async |conn: &mut Conn| -> Result<(), RowTxError> {
-                            match run_guarded(handler, conn, &delivery, limits.timeout()).await {
-                                GuardedRun::Succeeded => Ok(()),
-                                other => Err(RowTxError::Handler(other)),
+                    let mut outcomes = Vec::with_capacity(rows.len());
+                    let mut processed = Vec::with_capacity(rows.len());
+                    for (index, row) in rows.iter().enumerate() {
+                        if !ours.contains(&row.id) {
+                            continue;
+                        }
+                        if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
+                            // the rest are released below, due again at once
+                            break;
+                        }
+                        // the view an inline handler gets too, with this attempt's number
+                        let delivery = row.delivery();
+                        // a savepoint: a handler error rolls back the handler's writes
+                        // only, and the failure is recorded in this transaction
+                        let ran = conn
+                            .transaction(async |conn: &mut Conn| -> Result<(), RowTxError> {
+                                match run_guarded(handler, conn, &delivery, limits.timeout()).await
+                                {
+                                    GuardedRun::Succeeded => Ok(()),
+                                    other => Err(RowTxError::Handler(other)),
+                                }
+                            })
+                            .await;
+                        match ran {
+                            Ok(()) => {
+                                processed.push(row.id);
+                                outcomes.push(RowOutcome::processed(row));
                             }
-                        })
-                        .await;
-                    match ran {
-                        Ok(()) => {
-                            processed.push(row.id);
-                            outcomes.push(RowOutcome::processed(row));
-                        }
-                        Err(RowTxError::Db(err)) => return Err(err.into()),
-                        Err(RowTxError::Handler(GuardedRun::Abandoned(reason))) => {
-                            return Err(BatchTxError::Abandoned { index, reason });
-                        }
-                        Err(RowTxError::Handler(GuardedRun::Failed(err))) => {
-                            // the whole cause chain: what an operator needs to see
-                            let failure =
-                                record_failure(conn, row, token, &retry, format!("{err:#}"))
-                                    .await?;
-                            outcomes.push(RowOutcome::failed(row, failure));
-                        }
-                        Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
-                            unreachable!("a succeeded run is Ok")
+                            Err(RowTxError::Db(err)) => return Err(err.into()),
+                            Err(RowTxError::Handler(GuardedRun::Abandoned(reason))) => {
+                                return Err(BatchTxError::Abandoned { index, reason });
+                            }
+                            Err(RowTxError::Handler(GuardedRun::Failed(err))) => {
+                                // the whole cause chain: what an operator needs to see
+                                let failure =
+                                    record_failure(conn, row, token, &retry, format!("{err:#}"))
+                                        .await?;
+                                outcomes.push(RowOutcome::failed(row, failure));
+                            }
+                            Err(RowTxError::Handler(GuardedRun::Succeeded)) => {
+                                unreachable!("a succeeded run is Ok")
+                            }
                         }
                     }
-                }
-                if !processed.is_empty() {
-                    diesel::sql_query(format!(
-                        "{}{}",
-                        sql::MARK_PROCESSED,
-                        sql::id_list(processed)
-                    ))
-                    .bind::<BigInt, _>(now())
-                    .bind::<BigInt, _>(token)
-                    .execute(conn)
-                    .await?;
-                }
-                release_leases(conn, token).await?;
-                Ok(outcomes)
+                    if !processed.is_empty() {
+                        diesel::sql_query(format!(
+                            "{}{}",
+                            sql::MARK_PROCESSED,
+                            sql::id_list(processed)
+                        ))
+                        .bind::<BigInt, _>(now())
+                        .bind::<BigInt, _>(token)
+                        .execute(conn)
+                        .await?;
+                    }
+                    release_leases(conn, token, leased).await?;
+                    Ok::<_, BatchTxError>(outcomes)
+                })
+                .await
             })
             .await;
         match worked {
@@ -232,6 +245,7 @@ impl SqliteStore {
     async fn record_abandoned(
         &self,
         token: i64,
+        batch: &[i64],
         row: &StoredDelivery,
         reason: &Abandoned,
     ) -> Result<RowOutcome, SqliteError> {
@@ -247,7 +261,7 @@ impl SqliteStore {
                         // attempt returned, due at once)
                         let failure =
                             record_failure(conn, row, token, &retry, reason.to_string()).await?;
-                        release_leases(conn, token).await?;
+                        release_leases(conn, token, batch.iter().copied()).await?;
                         Ok(failure)
                     },
                 )
@@ -278,6 +292,7 @@ impl SqliteStore {
         };
         let mut batch = Batch {
             outcomes: leased.dead,
+            leased: Vec::new(),
             abandoned: None,
         };
         if leased.rows.is_empty() {
@@ -297,7 +312,7 @@ impl SqliteStore {
                     // back then)
                     let _ = conn
                         .immediate_transaction(async |conn: &mut Conn| {
-                            release_leases(conn, token).await
+                            release_leases(conn, token, leased.rows.iter().map(|row| row.id)).await
                         })
                         .await;
                     return Err(err);
@@ -308,6 +323,7 @@ impl SqliteStore {
                 }
                 Ok(Work::Abandoned { index, reason }) => {
                     let mut rows = leased.rows;
+                    batch.leased = rows.iter().map(|row| row.id).collect();
                     batch.abandoned = Some((rows.swap_remove(index), reason));
                     return Ok(batch);
                 }
@@ -320,6 +336,9 @@ impl SqliteStore {
 struct Batch {
     /// Rows whose outcome is committed.
     outcomes: Vec<RowOutcome>,
+    /// The ids of the rows the batch leased, when a handler was abandoned (the
+    /// others are released with its failure).
+    leased: Vec<i64>,
     /// The row whose handler was abandoned, when one was: nothing of the work
     /// transaction committed, and its connection must not be reused.
     abandoned: Option<(StoredDelivery, Abandoned)>,
@@ -350,9 +369,14 @@ async fn record_failure(
     Ok(failure)
 }
 
-/// Hands back every row `token` still holds: due now, the attempt un-counted.
-async fn release_leases(conn: &mut Conn, token: i64) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(sql::RELEASE_LEASES)
+/// Hands back every row of `ids` that `token` still holds: due now, the attempt
+/// un-counted.
+async fn release_leases(
+    conn: &mut Conn,
+    token: i64,
+    ids: impl IntoIterator<Item = i64>,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(format!("{}{}", sql::RELEASE_LEASES, sql::id_list(ids)))
         .bind::<BigInt, _>(now())
         .bind::<BigInt, _>(token)
         .execute(conn)
@@ -522,6 +546,7 @@ impl Inbox for SqliteStore {
             let batch = self.lease_and_run(&mut conn, token, handler, limits).await;
             let Ok(Batch {
                 mut outcomes,
+                leased,
                 abandoned: Some((row, reason)),
             }) = batch
             else {
@@ -532,7 +557,7 @@ impl Inbox for SqliteStore {
             // a transaction of its own: close it (SQLite rolls back) before the
             // failure is recorded on another connection
             drop(conn);
-            outcomes.push(self.record_abandoned(token, &row, &reason).await?);
+            outcomes.push(self.record_abandoned(token, &leased, &row, &reason).await?);
             Ok(outcomes)
         })
     }

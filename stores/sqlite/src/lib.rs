@@ -195,17 +195,21 @@ mod options;
 mod outbox;
 mod pool;
 mod rows;
+mod runner;
 mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod transaction;
 mod writer;
 
 pub use connect::Conn;
 pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 pub use pool::PooledConnection;
+pub use runner::StatementRunner;
 pub use store::SqliteStore;
+pub use transaction::{ImmediateTransaction, TransactionFn};
 
 // the driver, so users write side effects against the versions this crate uses
 pub use diesel;

@@ -22,6 +22,7 @@ use crate::outbox;
 use crate::pool::{self, ConnPool, PooledConnection};
 use crate::rows::{duration_micros, micros};
 use crate::sql::{self, claim_query};
+use crate::transaction::ImmediateTransaction as _;
 
 /// Claims dedupe keys, keeps the inbox and orders updates, in one SQLite file.
 ///

@@ -17,6 +17,7 @@ use hookbox_core::testing::{Capabilities, Harness, Reclaim, Rotation, SuiteConfi
 use hookbox_core::{BoxFuture, Claim, DedupeKey, IdempotencyStore};
 use hookbox_standard::{Standard, StandardSigner};
 
+use crate::ImmediateTransaction as _;
 use crate::{Conn, SqliteError, SqliteOptions, SqliteStore};
 
 /// A fresh directory under the system temp directory, removed when dropped.

@@ -30,7 +30,9 @@ use hookbox_core::{
     Worked, error_chain,
 };
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore};
-use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous, blocking};
+use hookbox_sqlite::{
+    ImmediateTransaction as _, SqliteError, SqliteOptions, SqliteStore, Synchronous, blocking,
+};
 
 type SqliteConn = hookbox_sqlite::Conn;
 

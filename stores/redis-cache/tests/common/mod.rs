@@ -17,7 +17,7 @@ use hookbox_redis_cache::{CacheOptions, Cached};
 use hookbox_sqlite::testing::{SqliteHarness, plan, set_plan};
 #[allow(unused_imports)]
 pub use hookbox_sqlite::testing::{TempDir, balance, credit, open as open_sqlite, total};
-use hookbox_sqlite::{Conn, SqliteError, SqliteOptions, SqliteStore};
+use hookbox_sqlite::{Conn, ImmediateTransaction as _, SqliteError, SqliteOptions, SqliteStore};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A Redis address where nothing listens: every lookup fails at once.
