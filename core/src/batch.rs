@@ -186,6 +186,20 @@ impl RowFailure {
         }
     }
 
+    /// A failure that was not recorded: another worker settled the row meanwhile
+    /// (Postgres releases an abandoned batch's rows with its connection, so a second
+    /// worker may take and settle the row before this one records its failure). It
+    /// neither reschedules nor dead-letters the row; `attempts` is what the row holds.
+    pub fn not_recorded(attempts: u32, retry: &RetryPolicy, error: String) -> Self {
+        Self {
+            attempts,
+            max_attempts: retry.max_attempts,
+            dead: false,
+            error,
+            next_attempt_at: None,
+        }
+    }
+
     /// A row made a dead letter without running (it cannot be read back, or every
     /// attempt so far died with its worker).
     pub fn dead_letter(attempts: u32, retry: &RetryPolicy, error: String) -> Self {

@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection as _};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::{
     Abandoned, BatchLimits, BoxFuture, DedupeKey, ErasedHandler, GuardedRun, Inbox, InboxFilter,
@@ -28,7 +28,7 @@ use time::OffsetDateTime;
 use crate::error::PgError;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
-use crate::watch::statement_failed;
+use crate::watch::{forget_failed_statement, statement_failed};
 use crate::writer::{InboxInsert, received};
 
 /// One inbox row as stored.
@@ -179,6 +179,9 @@ impl PgStore {
                 let started = Instant::now();
                 let mut outcomes = Vec::with_capacity(rows.len());
                 let mut processed = Vec::with_capacity(rows.len());
+                // the first row's savepoint; each row's end opens the next one in the
+                // same round trip (see `run_row`)
+                conn.batch_execute(ROW_SAVEPOINT).await?;
                 for row in rows {
                     if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
                         // the rest stay due; their locks go with the commit
@@ -210,13 +213,19 @@ impl PgStore {
                             }
                         },
                         // an unreadable row fails like a handler would, so it ends as a
-                        // dead letter instead of blocking the rows behind it
-                        Err(err) => error_chain(&err),
+                        // dead letter instead of blocking the rows behind it (its
+                        // savepoint, never used, is closed first)
+                        Err(err) => {
+                            conn.batch_execute(RELEASE_ROW).await?;
+                            error_chain(&err)
+                        }
                     };
                     let attempts = u32::try_from(attempts).unwrap_or(0).saturating_add(1);
                     let delay = retry.next_delay(attempts);
                     let dead = retry.is_dead(attempts);
+                    // outside any row's savepoint, so no later row's rollback undoes it
                     record_failure(conn, id, attempts, &failure, delay, dead).await?;
+                    conn.batch_execute(ROW_SAVEPOINT).await?;
                     let next = OffsetDateTime::now_utc() + delay;
                     let failure = RowFailure::new(attempts, retry, failure, next);
                     outcomes.push(RowOutcome::new(
@@ -226,12 +235,20 @@ impl PgStore {
                         RowResult::Failed(failure),
                     ));
                 }
+                // the last savepoint closed and the processed rows marked, in one
+                // round trip (ids are integers: nothing to escape)
+                let mut end = String::from(RELEASE_ROW);
                 if !processed.is_empty() {
-                    diesel::update(inbox::table.filter(inbox::id.eq_any(&processed)))
-                        .set(inbox::processed_at.eq(diesel::dsl::now))
-                        .execute(conn)
-                        .await?;
+                    end.push_str("; UPDATE hookbox_inbox SET processed_at = now() WHERE id IN (");
+                    for (i, id) in processed.iter().enumerate() {
+                        if i > 0 {
+                            end.push_str(", ");
+                        }
+                        end.push_str(&id.to_string());
+                    }
+                    end.push(')');
                 }
+                conn.batch_execute(&end).await?;
                 Ok(outcomes)
             })
             .await;
@@ -280,12 +297,15 @@ impl PgStore {
                 .map_err(PgError::query)
             })
             .await?;
-        // another worker may have applied the row meanwhile: then nothing changed
-        let attempts = recorded
-            .into_iter()
-            .next()
-            .and_then(|r| r.attempts)
-            .map_or(attempts, |n| u32::try_from(n).unwrap_or(0));
+        let Some(recorded) = recorded.into_iter().next().and_then(|r| r.attempts) else {
+            // another worker settled the row meanwhile (applied it, or recorded the
+            // failure that made it a dead letter): nothing changed here
+            return Ok(RowOutcome::failed(
+                row,
+                RowFailure::not_recorded(attempts, retry, error),
+            ));
+        };
+        let attempts = u32::try_from(recorded).unwrap_or(0);
         let next = OffsetDateTime::now_utc() + delay;
         Ok(RowOutcome::failed(
             row,
@@ -294,7 +314,21 @@ impl PgStore {
     }
 }
 
-/// Runs `handler` on one row inside a savepoint of the batch's transaction.
+/// The savepoint each row's handler runs in. Named, and managed here rather than by
+/// diesel's transaction manager, so that closing one row's savepoint and opening the
+/// next's is one round trip instead of two: a handler's own `conn.transaction(…)`
+/// nests inside it as diesel's savepoint.
+const ROW_SAVEPOINT: &str = "SAVEPOINT hookbox_row";
+/// Closes the row's savepoint, keeping what the handler wrote.
+const RELEASE_ROW: &str = "RELEASE SAVEPOINT hookbox_row";
+/// A row that succeeded: its savepoint released, the next row's opened.
+const NEXT_ROW: &str = "RELEASE SAVEPOINT hookbox_row; SAVEPOINT hookbox_row";
+/// A row that failed: what its handler wrote undone, its savepoint closed.
+const UNDO_ROW: &str = "ROLLBACK TO SAVEPOINT hookbox_row; RELEASE SAVEPOINT hookbox_row";
+
+/// Runs `handler` on one row inside the row's savepoint (opened by the caller). On
+/// success the savepoint is released and the next row's opened; on failure the
+/// handler's writes are rolled back and no savepoint is open.
 async fn run_row(
     conn: &mut AsyncPgConnection,
     handler: &ErasedHandler<'_, AsyncPgConnection>,
@@ -302,14 +336,28 @@ async fn run_row(
     limits: BatchLimits,
 ) -> Result<(), RowTxError> {
     let delivery = row.delivery();
-    conn.transaction(async |conn| -> Result<(), RowTxError> {
-        match run_guarded(handler, conn, &delivery, limits.timeout()).await {
-            GuardedRun::Succeeded if statement_failed(conn) => Err(RowTxError::StatementFailed),
-            GuardedRun::Succeeded => Ok(()),
-            other => Err(RowTxError::Handler(other)),
+    let ran = match run_guarded(handler, conn, &delivery, limits.timeout()).await {
+        GuardedRun::Succeeded if statement_failed(conn) => Err(RowTxError::StatementFailed),
+        GuardedRun::Succeeded => Ok(()),
+        // a panic or a timeout: the caller drops the connection, the server rolls
+        // the whole batch back
+        GuardedRun::Abandoned(reason) => {
+            return Err(RowTxError::Handler(GuardedRun::Abandoned(reason)));
         }
-    })
-    .await
+        other => Err(RowTxError::Handler(other)),
+    };
+    match ran {
+        Ok(()) => {
+            conn.batch_execute(NEXT_ROW).await?;
+            Ok(())
+        }
+        Err(err) => {
+            conn.batch_execute(UNDO_ROW).await?;
+            // the failed statement is rolled back with the savepoint
+            forget_failed_statement(conn);
+            Err(err)
+        }
+    }
 }
 
 impl Inbox for PgStore {

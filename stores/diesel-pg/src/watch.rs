@@ -69,6 +69,15 @@ pub(crate) fn statement_failed(conn: &mut AsyncPgConnection) -> bool {
         .is_some_and(|watch| watch.failed_at.is_some())
 }
 
+/// Forgets a failed statement after the caller rolled back to a savepoint of its
+/// own (one diesel's transaction manager does not know of, so the watch cannot see
+/// the rollback): the transaction is usable again.
+pub(crate) fn forget_failed_statement(conn: &mut AsyncPgConnection) {
+    if let Some(watch) = conn.instrumentation().downcast_mut::<FailureWatch>() {
+        watch.failed_at = None;
+    }
+}
+
 /// Returns `true` while a transaction (begun through diesel's transaction manager) is
 /// open on the connection.
 pub(crate) fn in_transaction(conn: &mut AsyncPgConnection) -> bool {
