@@ -41,11 +41,19 @@
 //!   edge over HTTP on each, fresh and duplicates, in alternating rounds; the group
 //!   rows say how many deliveries each commit held (`mean_batch`).
 //!
+//! - **the worker alone** (section `worker`): a filled inbox drained by
+//!   `run_worker_with` whose handler inserts one ledger row, batched against per-row
+//!   on each store in alternating rounds (see `drain.rs`); JSON rows `"row":
+//!   "worker"` with `store`, `mode`, `concurrency`, `rows`, `rows_per_s`,
+//!   `mean_batch`, `seconds`, and one `"row": "worker-ratio"` per store.
+//!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-http`
 //! (`HOOKBOX_BENCH_ONLY=bare,sqlite` limits the run to those sections of `bare`,
-//! `sqlite`, `postgres`; `HOOKBOX_BENCH_JSON=<file>` appends one JSON object per
-//! row: `row`, `store`, `commit`, `cache`, `kind`, `conns`, `acks_per_s`, `p50_ms`,
-//! `p99_ms`, `mean_batch`)
+//! `sqlite`, `postgres`, `worker`; `HOOKBOX_BENCH_JSON=<file>` appends one JSON
+//! object per row: `row`, `store`, `commit`, `cache`, `kind`, `conns`, `acks_per_s`,
+//! `p50_ms`, `p99_ms`, `mean_batch`; `HOOKBOX_BENCH_DRAIN_ROWS` the rows of a
+//! batched worker round, default 20,000; `HOOKBOX_BENCH_WORKER_CONCURRENCY` the
+//! worker's batches at once, default the store's)
 //! (`HOOKBOX_BENCH_CELL_MS` sets a cell's measured length, default 2000;
 //! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_PG_WRITERS` the
 //! Postgres store's group-commit writer tasks, default 4; `HOOKBOX_BENCH_DIR` the directory
@@ -79,6 +87,7 @@ use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use hookbox_standard::{Standard, StandardSigner};
 use tokio::runtime::Runtime;
 
+mod drain;
 mod phase;
 mod report;
 mod server;
@@ -647,6 +656,30 @@ fn main() -> Result<(), BoxErr> {
                     )?;
                 }
                 None => println!("{:<26} (skipped: server unreachable)", "postgres"),
+            }
+        }
+        if only("worker") {
+            println!();
+            drain::print_header();
+            let drained =
+                sqlite_store(&ctx, &dir.path().join("drain.db"), SqliteOptions::default())?;
+            ctx.drain_section("sqlite", drained, drain::sqlite_ledger)?;
+            match &pg {
+                Some((schema, _)) => {
+                    // a schema of its own, so the rows the other sections left pending
+                    // are not counted
+                    let (drain_schema, _, _) = ctx.server_rt.block_on(PgSchema::create(
+                        &schema.url,
+                        "hb_bench_drain_",
+                        &[],
+                    ))?;
+                    let drained = ctx.server_rt.block_on(drain_schema.store(PgOptions::new()));
+                    let result = drained
+                        .and_then(|store| ctx.drain_section("postgres", store, drain::pg_ledger));
+                    let _ = ctx.server_rt.block_on(drain_schema.drop_schema());
+                    result?;
+                }
+                None => println!("{:<26} (skipped: server unreachable)", "postgres worker"),
             }
         }
         Ok(())

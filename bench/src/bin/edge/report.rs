@@ -170,6 +170,15 @@ impl Table {
         Ok(())
     }
 
+    /// Writes `value` as one JSON line to `HOOKBOX_BENCH_JSON`, when it is set (rows
+    /// with fields of their own, such as the worker's).
+    pub(crate) fn json_line(&self, value: serde_json::Value) {
+        use std::io::Write as _;
+        if let Some(file) = self.json.borrow_mut().as_mut() {
+            let _ = writeln!(file, "{value}");
+        }
+    }
+
     /// Sets the deliveries per commit the next rows report (`None` for rows without
     /// group commit).
     pub(crate) fn set_mean_batch(&self, mean: Option<f64>) {
