@@ -126,9 +126,15 @@ sustained_row() {
   local acked p99
   acked=$(echo "$out" | sed -n 's/.*: \([0-9]*\) acked\/s.*/\1/p')
   p99=$(echo "$out" | sed -n 's/.* p99 \([0-9.]*\) ms.*/\1/p')
+  local drain_shown=">$drain_limit"
+  local drain_json=null
+  if [ -n "$drained" ]; then
+    drain_shown=$(printf '%.1f' "$drained")
+    drain_json=$(printf '%.3f' "$drained")
+  fi
   printf '%-30s %9s %9s %9s %14.0f %9s %10s\n' "$label" "$rate" "${acked:-?}" "${p99:-?}" \
-    "$(echo "$processed / $load_s" | bc -l)" "$pending" "${drained:+$(printf '%.1f' "$drained")}${drained:-\>$drain_limit}"
-  echo "{\"row\":\"sustained\",\"store\":\"$store\",\"topology\":\"$label\",\"offered_per_s\":$rate,\"acked_per_s\":${acked:-null},\"p99_ms\":${p99:-null},\"processed_per_s\":$(printf '%.0f' "$(echo "$processed / $load_s" | bc -l)"),\"backlog\":$pending,\"drain_s\":${drained:-null}}" >>"$work/sustained.jsonl"
+    "$(echo "$processed / $load_s" | bc -l)" "$pending" "$drain_shown"
+  echo "{\"row\":\"sustained\",\"store\":\"$store\",\"topology\":\"$label\",\"offered_per_s\":$rate,\"acked_per_s\":${acked:-null},\"p99_ms\":${p99:-null},\"processed_per_s\":$(printf '%.0f' "$(echo "$processed / $load_s" | bc -l)"),\"backlog\":$pending,\"drain_s\":$drain_json}" >>"$work/sustained.jsonl"
   if [ -n "$out" ] && ! echo "$out" | grep -q "failed: 0"; then echo "  sender: $out" >&2; fi
 }
 

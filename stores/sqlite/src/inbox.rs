@@ -177,9 +177,15 @@ impl SqliteStore {
                         if !ours.contains(&row.id) {
                             continue;
                         }
-                        if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
-                            // the rest are released below, due again at once
-                            break;
+                        if !outcomes.is_empty() {
+                            if started.elapsed() >= limits.budget() {
+                                // the rest are released below, due again at once
+                                break;
+                            }
+                            // the statements run on this thread: between rows, let
+                            // the tasks queued behind this one (the edge's, in the
+                            // same process) run, so none waits for a whole batch
+                            tokio::task::yield_now().await;
                         }
                         // the view an inline handler gets too, with this attempt's number
                         let delivery = row.delivery();
