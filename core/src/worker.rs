@@ -194,8 +194,10 @@ where
         "worker started"
     );
     // one future type for every loop: the set stays `Send` when the inbox is
+    // the first loop alone sets the inbox's gauges: reading the counts is a scan of
+    // the inbox on some stores, once per interval is enough
     let mut loops: Vec<_> = (0..concurrency)
-        .map(|_| Box::pin(drain(inbox, &handler, options, &stop)))
+        .map(|index| Box::pin(drain(inbox, &handler, options, &stop, index == 0)))
         .collect();
     let mut results: Vec<Option<Result<WorkerReport, I::Error>>> =
         (0..concurrency).map(|_| None).collect();
@@ -277,17 +279,21 @@ impl Stop {
     }
 }
 
-/// One loop of a worker: batches until a stop is requested.
+/// One loop of a worker: batches until a stop is requested; `sets_gauges` for the
+/// one loop that refreshes the inbox's gauges (feature `metrics`).
 async fn drain<I, H>(
     inbox: &I,
     handler: &H,
     options: WorkerOptions,
     stop: &Stop,
+    sets_gauges: bool,
 ) -> Result<WorkerReport, I::Error>
 where
     I: Inbox,
     H: Handler<I::Conn> + 'static,
 {
+    #[cfg(not(feature = "metrics"))]
+    let _ = sets_gauges;
     let mut report = WorkerReport::default();
     let mut store_errors = ErrorLog::default();
     #[cfg(feature = "metrics")]
@@ -298,7 +304,9 @@ where
             return Ok(report);
         }
         #[cfg(feature = "metrics")]
-        gauges.refresh(inbox).await;
+        if sets_gauges {
+            gauges.refresh(inbox).await;
+        }
         match inbox.work_batch(handler, options.batch).await {
             Ok(outcomes) if outcomes.is_empty() => stop.sleep(options.idle).await,
             Ok(outcomes) => {
