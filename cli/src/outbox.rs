@@ -193,6 +193,11 @@ fn stats_json(stats: OutboxStats) -> Value {
 }
 
 fn summary(message: &OutboxMessage) -> Value {
+    // the relay records `{kind} sink: {answer}`
+    let answered = message
+        .last_error
+        .as_deref()
+        .and_then(hookbox_outbox::recorded_sink_answer);
     json!({
         "id": message.id.as_str(),
         "status": message.state(),
@@ -209,6 +214,8 @@ fn summary(message: &OutboxMessage) -> Value {
         "sent_at": unix(message.sent_at),
         "dead_at": unix(message.dead_at),
         "last_error": message.last_error,
+        "sink_kind": answered.map(|(kind, _)| kind),
+        "sink_answer": answered.map(|(_, answer)| answer),
         "payload_bytes": message.payload.len(),
     })
 }

@@ -37,8 +37,9 @@ async fn populate<S: IdempotencyStore + OutboxStore>(store: &S) -> [MessageId; 3
     for leased in store.lease(10, Duration::from_secs(30), now).await.unwrap() {
         let settlement = match &leased.message.payload[..] {
             b"sent" => Settlement::Sent,
+            // as the relay records a sink's refusal: `{kind} sink: {answer}`
             b"dead" => Settlement::Dead {
-                error: "422 from the mail API",
+                error: "http sink: permanent failure: the sink answered 422 Unprocessable Entity",
             },
             _ => Settlement::Retry {
                 error: "503 from the mail API",
@@ -78,7 +79,13 @@ fn operate(store: &[&str], [sent, dead, pending]: &[MessageId; 3]) {
     let (_, dead_letters) = outbox(store, &["dead"]);
     assert_eq!(dead_letters.len(), 1);
     assert_eq!(dead_letters[0]["id"], dead.as_str());
-    assert_eq!(dead_letters[0]["last_error"], "422 from the mail API");
+    assert_eq!(dead_letters[0]["sink_kind"], "http");
+    assert_eq!(
+        dead_letters[0]["sink_answer"],
+        "permanent failure: the sink answered 422 Unprocessable Entity"
+    );
+    // an error recorded without a sink has no kind
+    assert_eq!(listed[0]["sink_kind"], Value::Null);
 
     let (_, shown) = outbox(store, &["show", sent.as_str()]);
     assert_eq!(shown[0]["status"], "sent");

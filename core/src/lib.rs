@@ -54,6 +54,7 @@ mod handler;
 mod handshake;
 mod headers;
 mod inbox;
+mod log_every;
 mod outbox;
 mod provider;
 mod retention;
@@ -83,6 +84,7 @@ pub use inbox::{
     AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
     RetryPolicy, StoredDelivery, Worked,
 };
+pub use log_every::LogEvery;
 pub use outbox::{
     Lease, Leased, Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage,
     OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -16,10 +16,6 @@ use crate::store::StoreError;
 /// (feature `metrics`).
 #[cfg(feature = "metrics")]
 const GAUGES_EVERY: Duration = Duration::from_secs(10);
-
-/// The shortest gap between two log lines about transient store errors: an outage
-/// logs once per gap with the number of errors since the last line, not once per try.
-const STORE_ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -295,7 +291,7 @@ where
     #[cfg(not(feature = "metrics"))]
     let _ = sets_gauges;
     let mut report = WorkerReport::default();
-    let mut store_errors = ErrorLog::default();
+    let mut store_errors = crate::LogEvery::new(crate::LogEvery::STORE_ERRORS);
     #[cfg(feature = "metrics")]
     let mut gauges = Gauges::default();
     loop {
@@ -322,7 +318,14 @@ where
                 report.store_errors += 1;
                 #[cfg(feature = "metrics")]
                 metrics::counter!("hookbox_worker_store_errors_total").increment(1);
-                store_errors.record(&err);
+                if let Some(errors) = store_errors.admit() {
+                    tracing::warn!(
+                        target: "hookbox::worker",
+                        errors,
+                        error = %crate::error_chain(&err),
+                        "the store is unavailable; the worker waits and tries again"
+                    );
+                }
                 stop.sleep(options.idle).await;
             }
             Err(err) => {
@@ -413,38 +416,11 @@ fn log_outcome(outcome: &RowOutcome) {
     }
 }
 
-/// Rate-limits the log lines about transient store errors.
-#[derive(Default)]
-struct ErrorLog {
-    last: Option<Instant>,
-    since_last: u64,
-}
-
-impl ErrorLog {
-    fn record(&mut self, err: &(dyn std::error::Error + 'static)) {
-        self.since_last += 1;
-        if self
-            .last
-            .is_some_and(|last| last.elapsed() < STORE_ERROR_LOG_EVERY)
-        {
-            return;
-        }
-        tracing::warn!(
-            target: "hookbox::worker",
-            errors = self.since_last,
-            error = %crate::error_chain(err),
-            "the store is unavailable; the worker waits and tries again"
-        );
-        self.last = Some(Instant::now());
-        self.since_last = 0;
-    }
-}
-
 /// When the worker last set the inbox's gauges.
 #[cfg(feature = "metrics")]
 #[derive(Default)]
 struct Gauges {
-    last: Option<Instant>,
+    last: Option<std::time::Instant>,
 }
 
 #[cfg(feature = "metrics")]
@@ -455,7 +431,7 @@ impl Gauges {
         if self.last.is_some_and(|last| last.elapsed() < GAUGES_EVERY) {
             return;
         }
-        self.last = Some(Instant::now());
+        self.last = Some(std::time::Instant::now());
         if let Ok(stats) = inbox.stats().await {
             let lag = stats.oldest_pending.map_or(0.0, |at| {
                 (time::OffsetDateTime::now_utc() - at)

@@ -316,4 +316,8 @@ impl Sink for AmqpSink {
     fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(self.publish(message))
     }
+
+    fn kind(&self) -> &'static str {
+        "amqp"
+    }
 }

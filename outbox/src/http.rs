@@ -88,6 +88,10 @@ impl Sink for HttpSink {
             outcome(response.status())
         })
     }
+
+    fn kind(&self) -> &'static str {
+        "http"
+    }
 }
 
 /// Maps an answer's status to the relay's outcome.

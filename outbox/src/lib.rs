@@ -100,6 +100,7 @@ pub use http::{ATTEMPT, HttpSink, IDEMPOTENCY_KEY};
 #[cfg(feature = "nats")]
 pub use nats::{NatsOptions, NatsSink};
 pub use relay::{
-    RelayPolicy, RelayReport, RelayRound, UNKNOWN_SINK_RECHECK, relay_once, run_relay,
+    RelayPolicy, RelayReport, RelayRound, UNKNOWN_SINK_RECHECK, recorded_sink_answer, relay_once,
+    run_relay,
 };
 pub use sink::{LogSink, Sink, Sinks};

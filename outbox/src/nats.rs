@@ -332,6 +332,10 @@ impl Sink for NatsSink {
     fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(self.publish(message))
     }
+
+    fn kind(&self) -> &'static str {
+        "nats"
+    }
 }
 
 /// Maps a publish failure to the relay's outcome, keeping the broker's reason.

@@ -166,6 +166,8 @@ pub async fn run_relay<S: OutboxStore>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<RelayReport, S::Error> {
     let mut report = RelayReport::default();
+    // an outage logs a line per interval with the count, not a line per poll
+    let mut store_errors = hookbox_core::LogEvery::new(hookbox_core::LogEvery::STORE_ERRORS);
     #[cfg(feature = "metrics")]
     let mut gauges = crate::metrics::Gauges::default();
     let concurrency = policy.concurrency.max(1) as usize;
@@ -189,11 +191,14 @@ pub async fn run_relay<S: OutboxStore>(
                 Err(err) if err.is_transient() => {
                     // the leases expire and the messages go again, with their ids
                     report.store_errors += 1;
-                    tracing::warn!(
-                        error = %hookbox_core::error_chain(&err),
-                        messages = done.len(),
-                        "outbox relay: store unavailable, outcomes not recorded (sent again after the lease)"
-                    );
+                    if let Some(errors) = store_errors.admit() {
+                        tracing::warn!(
+                            errors,
+                            error = %hookbox_core::error_chain(&err),
+                            messages = done.len(),
+                            "outbox relay: store unavailable, outcomes not recorded (sent again after the lease)"
+                        );
+                    }
                 }
                 Err(err) => return Err(err),
             }
@@ -225,7 +230,9 @@ pub async fn run_relay<S: OutboxStore>(
                 }
                 Err(err) if err.is_transient() => {
                     report.store_errors += 1;
-                    tracing::warn!(error = %hookbox_core::error_chain(&err), "outbox relay: store unavailable, waiting");
+                    if let Some(errors) = store_errors.admit() {
+                        tracing::warn!(errors, error = %hookbox_core::error_chain(&err), "outbox relay: store unavailable, waiting");
+                    }
                     idle_until = Some(Instant::now() + policy.idle);
                 }
                 Err(err) => return Err(err),
@@ -281,6 +288,8 @@ pub async fn relay_once<S: OutboxStore>(
 /// A finished send: the leased message and how the sink answered.
 struct Sent {
     leased: Leased,
+    /// [`Sink::kind`] of the sink that took the send (`None`: no sink of its name).
+    kind: Option<&'static str>,
     result: Result<(), SinkError>,
 }
 
@@ -293,6 +302,7 @@ fn send<'a>(
     Box::pin(async move {
         let message = &leased.message;
         let attempt = message.attempts;
+        let kind = sinks.get(&message.sink).map(|sink| sink.kind());
         let result = match sinks.get(&message.sink) {
             None => Err(SinkError::UnknownSink(message.sink.clone())),
             Some(_) if attempt > policy.retry.max_attempts => {
@@ -320,7 +330,11 @@ fn send<'a>(
                 sent
             }
         };
-        Sent { leased, result }
+        Sent {
+            leased,
+            kind,
+            result,
+        }
     })
 }
 
@@ -330,6 +344,33 @@ enum Outcome {
     Retried(OffsetDateTime),
     Dead,
     Unsent(OffsetDateTime),
+}
+
+/// A failed send's error as the relay records it: `{kind} sink: {error}` when a sink
+/// took the send, the error alone when the relay had no sink of the message's name.
+fn recorded_error(kind: Option<&str>, err: &SinkError) -> String {
+    match kind {
+        Some(kind) => format!("{kind} sink: {err}"),
+        None => err.to_string(),
+    }
+}
+
+/// Splits a recorded error ([`OutboxMessage::last_error`](hookbox_core::OutboxMessage))
+/// into the kind of sink that answered ([`Sink::kind`](crate::Sink::kind)) and its
+/// answer; `None` for an error the relay recorded without a sink (no sink of the
+/// message's name) or one recorded before sinks named their kind.
+///
+/// ```
+/// assert_eq!(
+///     hookbox_outbox::recorded_sink_answer("nats sink: permanent failure: too large"),
+///     Some(("nats", "permanent failure: too large"))
+/// );
+/// assert_eq!(hookbox_outbox::recorded_sink_answer("no sink named `x` is configured"), None);
+/// ```
+pub fn recorded_sink_answer(last_error: &str) -> Option<(&str, &str)> {
+    let (kind, answer) = last_error.split_once(" sink: ")?;
+    let one_word = !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    one_word.then_some((kind, answer))
 }
 
 /// Records finished sends in one [`OutboxStore::settle_many`] and logs each.
@@ -349,7 +390,11 @@ async fn settle<S: OutboxStore>(
                 Err(err) if err.is_permanent() || policy.retry.is_dead(attempt) => Outcome::Dead,
                 Err(_) => Outcome::Retried(now + policy.retry.next_delay(attempt)),
             };
-            let error = sent.result.as_ref().err().map(ToString::to_string);
+            let error = sent
+                .result
+                .as_ref()
+                .err()
+                .map(|err| recorded_error(sent.kind, err));
             (sent.leased.lease, outcome, error)
         })
         .collect();

@@ -26,11 +26,24 @@ pub trait Sink: Send + Sync {
     /// # Errors
     /// The send failed; the variant says whether a retry may help.
     fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>>;
+
+    /// What kind of downstream this is (`http`, `nats`, `amqp`, `log`; `custom`
+    /// unless a sink says otherwise): one lower-case word. The relay records a failed
+    /// send's error as `{kind} sink: {error}`, so an operator reading
+    /// `hookbox outbox dead` sees which kind of downstream refused the message and
+    /// its answer.
+    fn kind(&self) -> &'static str {
+        "custom"
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Arc<S> {
     fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
         (**self).send(message)
+    }
+
+    fn kind(&self) -> &'static str {
+        (**self).kind()
     }
 }
 
@@ -94,5 +107,9 @@ impl Sink for LogSink {
             "outbox message (log sink)"
         );
         Box::pin(async { Ok(()) })
+    }
+
+    fn kind(&self) -> &'static str {
+        "log"
     }
 }

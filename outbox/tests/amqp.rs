@@ -101,6 +101,9 @@ async fn amqp_exchange_routes_by_key_and_an_unroutable_message_is_never_counted_
     let dead = store.messages(OutboxFilter::Dead, 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("312 NO_ROUTE"), "{reason}");
+    // the broker's answer, under the kind of sink that gave it
+    let (kind, _) = hookbox_outbox::recorded_sink_answer(&reason).unwrap();
+    assert_eq!(kind, "amqp", "{reason}");
     assert_eq!(dead[0].attempts, 3, "retried by the policy");
 }
 

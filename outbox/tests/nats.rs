@@ -222,6 +222,9 @@ async fn nats_message_over_the_stream_limit_is_a_dead_letter_with_the_brokers_re
     let dead = store.messages(OutboxFilter::Dead, 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("message size exceeds maximum"), "{reason}");
+    // the broker's answer, under the kind of sink that gave it
+    let (kind, _) = hookbox_outbox::recorded_sink_answer(&reason).unwrap();
+    assert_eq!(kind, "nats", "{reason}");
     assert_eq!(stream.count().await, 0);
 }
 
