@@ -28,8 +28,10 @@ use hookbox_bench::env::{DEFAULT_PG_URL, PG_URL_VAR, TempDir, unique_suffix, var
 use hookbox_bench::services::{PgSchema, skipped};
 use hookbox_bench::table::thousands;
 use hookbox_bench::{BoxErr, host};
-use hookbox_core::{DedupeKey, IdempotencyStore, Message, OutboxStore, RetryPolicy};
-use hookbox_outbox::{RelayPolicy, Sinks, connect_sink, run_relay};
+use hookbox_core::{
+    BoxFuture, DedupeKey, IdempotencyStore, Message, OutboxMessage, OutboxStore, RetryPolicy,
+};
+use hookbox_outbox::{RelayPolicy, Sink, SinkError, Sinks, connect_sink, run_relay};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
 
 const PAYLOAD_BYTES: usize = 1024;
@@ -90,6 +92,22 @@ async fn main() -> Result<(), BoxErr> {
     );
     let http = HttpEndpoint::start().await?;
     let mut rows = Vec::new();
+    // each broker's own rate on this machine: its client alone, no store and no
+    // hookbox code, the same messages and as many in flight
+    for kind in [SinkKind::JetStream, SinkKind::RabbitMq] {
+        let (url, var) = match kind {
+            SinkKind::JetStream => (nats_url.as_str(), "HOOKBOX_NATS_URL"),
+            _ => (amqp_url.as_str(), "HOOKBOX_AMQP_URL"),
+        };
+        match client_alone(kind, url, messages, concurrency as usize).await {
+            Ok(row) => rows.push(row),
+            Err(err) => println!(
+                "{} client alone: {}",
+                kind.name(),
+                skipped(kind.name(), url, var, &err)?
+            ),
+        }
+    }
     for store_name in ["sqlite", "postgres"] {
         for kind in [SinkKind::JetStream, SinkKind::RabbitMq, SinkKind::Http] {
             let url = match kind {
@@ -146,12 +164,12 @@ async fn main() -> Result<(), BoxErr> {
     }
     println!();
     println!(
-        "{:<9} {:<10} {:>9} {:>9} {:>12} {:>10}",
+        "{:<9} {:<24} {:>9} {:>9} {:>12} {:>10}",
         "store", "sink", "messages", "seconds", "messages/s", "delivered"
     );
     for row in &rows {
         println!(
-            "{:<9} {:<10} {:>9} {:>9.2} {:>12} {:>10}",
+            "{:<9} {:<24} {:>9} {:>9.2} {:>12} {:>10}",
             row.store,
             row.sink,
             thousands(row.messages as f64),
@@ -203,29 +221,36 @@ async fn measure<S: IdempotencyStore + OutboxStore>(
         Destination::Http(_) => url.to_string(),
     };
     let sink = connect_sink(&sink_url, &policy).await?;
-    let sinks = Sinks::new().with("bench", sink);
+    let sent = Arc::new(AtomicU64::new(0));
+    let sinks = Sinks::new().with(
+        "bench",
+        Counting {
+            inner: sink,
+            sent: sent.clone(),
+        },
+    );
     stage(store, messages, &suffix).await?;
 
     let started = Instant::now();
+    // stop once the sink took every message: the relay records its sends in flight
+    // before it returns. (Asking the store for its counts instead would scan the
+    // outbox every poll, beside the relay it measures.)
     let drained = async {
-        loop {
+        while sent.load(Ordering::SeqCst) < messages as u64 {
             tokio::time::sleep(Duration::from_millis(2)).await;
-            if store
-                .outbox_stats()
-                .await
-                .map(|stats| stats.pending == 0)
-                .unwrap_or(false)
-            {
-                return;
-            }
         }
     };
     let report = run_relay(store, &sinks, policy, drained)
         .await
         .map_err(|err| -> BoxErr { Box::new(err) })?;
     let seconds = started.elapsed().as_secs_f64();
-    if report.sent != messages as u64 || report.dead != 0 {
-        return Err(format!("the relay sent {} and buried {}", report.sent, report.dead).into());
+    let pending = store.outbox_stats().await?.pending;
+    if report.sent != messages as u64 || report.dead != 0 || pending != 0 {
+        return Err(format!(
+            "the relay sent {} and buried {}; {pending} pending",
+            report.sent, report.dead
+        )
+        .into());
     }
     let delivered = destination.count(http).await?;
     destination.remove().await;
@@ -239,6 +264,133 @@ async fn measure<S: IdempotencyStore + OutboxStore>(
         seconds,
         delivered,
     })
+}
+
+/// Publishes `messages` 1 KiB messages with the broker's client alone, `in_flight`
+/// awaiting their ack at once, as the sinks publish them (JetStream with a message
+/// id; RabbitMQ persistent and mandatory on a confirm-mode channel): the ceiling the
+/// relay's rows compare with.
+async fn client_alone(
+    kind: SinkKind,
+    url: &str,
+    messages: usize,
+    in_flight: usize,
+) -> Result<Row, BoxErr> {
+    use std::future::IntoFuture as _;
+
+    use futures_util::stream::{FuturesUnordered, StreamExt as _};
+
+    let suffix = unique_suffix().replace('_', "");
+    let destination = match kind {
+        SinkKind::JetStream => Destination::stream(url, &suffix).await?,
+        _ => Destination::queue(url, &suffix).await?,
+    };
+    let payload = hookbox_core::bytes::Bytes::from(vec![b'x'; PAYLOAD_BYTES]);
+    let started = Instant::now();
+    match &destination {
+        Destination::Stream {
+            context, subject, ..
+        } => {
+            let mut acks = FuturesUnordered::new();
+            for n in 0..messages {
+                if acks.len() >= in_flight
+                    && let Some(ack) = acks.next().await
+                {
+                    let _: async_nats::jetstream::publish::PublishAck = ack?;
+                }
+                let publish = async_nats::jetstream::message::PublishMessage::build()
+                    .payload(payload.clone())
+                    .message_id(format!("{suffix}-{n}"));
+                acks.push(
+                    context
+                        .send_publish(subject.clone(), publish)
+                        .await?
+                        .into_future(),
+                );
+            }
+            while let Some(ack) = acks.next().await {
+                ack?;
+            }
+        }
+        Destination::Queue {
+            connection, queue, ..
+        } => {
+            let channel = connection.create_channel().await?;
+            channel
+                .confirm_select(lapin::options::ConfirmSelectOptions::default())
+                .await?;
+            let mut confirms = FuturesUnordered::new();
+            let confirmed = |confirm: lapin::Confirmation| {
+                if confirm.is_ack() {
+                    Ok(())
+                } else {
+                    Err(format!("the broker did not confirm: {confirm:?}"))
+                }
+            };
+            for n in 0..messages {
+                if confirms.len() >= in_flight
+                    && let Some(confirm) = confirms.next().await
+                {
+                    confirmed(confirm?)?;
+                }
+                let properties = lapin::BasicProperties::default()
+                    .with_message_id(format!("{suffix}-{n}").into())
+                    .with_delivery_mode(2);
+                confirms.push(
+                    channel
+                        .basic_publish(
+                            "".into(),
+                            queue.as_str().into(),
+                            lapin::options::BasicPublishOptions {
+                                mandatory: true,
+                                ..Default::default()
+                            },
+                            &payload,
+                            properties,
+                        )
+                        .await?,
+                );
+            }
+            while let Some(confirm) = confirms.next().await {
+                confirmed(confirm?)?;
+            }
+        }
+        Destination::Http(_) => return Err("no client-alone row for HTTP".into()),
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let delivered = destination.count(&HttpEndpoint::none()).await?;
+    destination.remove().await;
+    if delivered < messages as u64 {
+        return Err(format!("the broker holds {delivered} of {messages}").into());
+    }
+    Ok(Row {
+        store: "-",
+        sink: match kind {
+            SinkKind::JetStream => "jetstream (client alone)",
+            _ => "rabbitmq (client alone)",
+        },
+        messages,
+        seconds,
+        delivered,
+    })
+}
+
+/// A sink that counts the sends its inner sink took.
+struct Counting {
+    inner: Arc<dyn Sink>,
+    sent: Arc<AtomicU64>,
+}
+
+impl Sink for Counting {
+    fn send<'a>(&'a self, message: &'a OutboxMessage) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            let result = self.inner.send(message).await;
+            if result.is_ok() {
+                self.sent.fetch_add(1, Ordering::SeqCst);
+            }
+            result
+        })
+    }
 }
 
 /// Stages `messages` 1 KiB messages for the `bench` sink, `STAGE_CHUNK` per
@@ -282,7 +434,7 @@ enum Destination {
     Queue {
         channel: lapin::Channel,
         queue: String,
-        _connection: lapin::Connection,
+        connection: lapin::Connection,
     },
     /// The endpoint's count before the row.
     Http(u64),
@@ -334,7 +486,7 @@ impl Destination {
         Ok(Self::Queue {
             channel,
             queue,
-            _connection: connection,
+            connection,
         })
     }
 
@@ -383,6 +535,14 @@ struct HttpEndpoint {
 }
 
 impl HttpEndpoint {
+    /// No endpoint: for counting a broker's messages.
+    fn none() -> Self {
+        Self {
+            url: String::new(),
+            received: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
     async fn start() -> Result<Self, BoxErr> {
         let received = Arc::new(AtomicU64::new(0));
         let counter = received.clone();
