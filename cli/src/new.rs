@@ -43,6 +43,11 @@ pub(crate) struct NewArgs {
     /// other stays available as a feature.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
+    /// Build the Redis front cache in by default (its `redis` feature, which
+    /// `HOOKBOX_REDIS_URL` turns on at run time). Without it the project does not
+    /// compile the Redis client, and `HOOKBOX_REDIS_URL` stops it at start.
+    #[arg(long, value_enum, value_name = "CACHE")]
+    cache: Option<CacheKind>,
     /// Take hookbox's crates from this checkout (`path` dependencies), until they are
     /// on crates.io.
     #[arg(long, value_name = "CHECKOUT", conflicts_with = "hookbox_git")]
@@ -70,6 +75,47 @@ impl StoreKind {
             Self::Sqlite => "sqlite",
             Self::Postgres => "postgres",
         }
+    }
+}
+
+/// A front cache a new project builds in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CacheKind {
+    /// The Redis front cache (`hookbox-redis-cache`): duplicates answered from Redis,
+    /// every decision still the database's.
+    Redis,
+}
+
+impl CacheKind {
+    fn feature(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+        }
+    }
+}
+
+/// What a new project builds by default: the store, and the cache if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Build {
+    store: StoreKind,
+    cache: Option<CacheKind>,
+}
+
+impl Build {
+    /// The `default` features of the project's Cargo.toml.
+    fn default_features(self) -> Vec<&'static str> {
+        let mut features = vec![self.store.feature()];
+        features.extend(self.cache.map(CacheKind::feature));
+        features
+    }
+
+    /// The `hookbox new` flags that made it, after `--provider`.
+    fn flags(self) -> String {
+        let mut flags = format!("--store {}", self.store.feature());
+        if let Some(cache) = self.cache {
+            let _ = write!(flags, " --cache {}", cache.feature());
+        }
+        flags
     }
 }
 
@@ -163,7 +209,11 @@ pub(crate) fn run(args: &NewArgs) -> Result<ExitCode, UsageError> {
         },
         (None, None) => Source::Registry,
     };
-    let files = project(example, &name, args.store, &source).map_err(UsageError)?;
+    let build = Build {
+        store: args.store,
+        cache: args.cache,
+    };
+    let files = project(example, &name, build, &source).map_err(UsageError)?;
 
     if args.dir.exists()
         && std::fs::read_dir(&args.dir).map_or(true, |mut entries| entries.next().is_some())
@@ -185,10 +235,10 @@ pub(crate) fn run(args: &NewArgs) -> Result<ExitCode, UsageError> {
         }
     }
     println!(
-        "created {} from the {} example ({} store):",
+        "created {} from the {} example ({}):",
         args.dir.display(),
         example.provider,
-        args.store.feature()
+        build.flags()
     );
     for (path, _) in &files {
         println!("  {path}");
@@ -229,7 +279,7 @@ fn package_name(dir: &Path) -> Result<String, UsageError> {
 fn project(
     example: &Example,
     name: &str,
-    store: StoreKind,
+    build: Build,
     source: &Source,
 ) -> Result<Vec<(String, String)>, String> {
     let original = format!("example-{}", example.provider);
@@ -242,11 +292,11 @@ fn project(
         match *path {
             MANIFEST => files.push((
                 "Cargo.toml".to_owned(),
-                manifest(text, name, store, source)?,
+                manifest(text, name, build, source)?,
             )),
             "README.md" => files.push((
                 (*path).to_owned(),
-                readme(&rename(text), example.provider, name, store),
+                readme(&rename(text), example.provider, name, build),
             )),
             _ => files.push(((*path).to_owned(), rename(text))),
         }
@@ -261,11 +311,13 @@ fn project(
 
 /// The example's README for the new project: the commands run in this directory
 /// (`cargo run`, `hookbox send … --body-file sample.json`), not in hookbox's checkout,
-/// and the section on copying the example out is dropped.
-fn readme(text: &str, provider: &str, name: &str, store: StoreKind) -> String {
+/// and the section on copying the example out is dropped. Without the cache built
+/// in, a command that sets `HOOKBOX_REDIS_URL` also turns on the `redis` feature.
+fn readme(text: &str, provider: &str, name: &str, build: Build) -> String {
     let package = format!("-p {name}");
     let mut out = String::new();
     let mut skipping = false;
+    let mut sets_redis = false;
     for line in text.lines() {
         if line.starts_with("## ") {
             // this project is the copy
@@ -280,15 +332,22 @@ fn readme(text: &str, provider: &str, name: &str, store: StoreKind) -> String {
             .replace(&package, "")
             .replace(&format!("examples/{provider}/"), "")
             .replace("at the root of this repository", "in this directory");
+        // the command a `HOOKBOX_REDIS_URL=…` line continues into
+        let line = if sets_redis && build.cache.is_none() {
+            line.replace("--features postgres", "--features postgres,redis")
+        } else {
+            line
+        };
+        sets_redis = line.contains("HOOKBOX_REDIS_URL=redis") && line.ends_with('\\');
         out.push_str(line.trim_end());
         out.push('\n');
         if out.lines().count() == 1 {
             let _ = write!(
                 out,
-                "\nCreated by `hookbox new {name} --provider {provider} --store {}` from hookbox's \
+                "\nCreated by `hookbox new {name} --provider {provider} {}` from hookbox's \
                  `examples/{provider}`. `hookbox` is the command line that created it \
                  (`cargo install hookbox-cli`).\n",
-                store.feature()
+                build.flags()
             );
         }
     }
@@ -296,8 +355,9 @@ fn readme(text: &str, provider: &str, name: &str, store: StoreKind) -> String {
 }
 
 /// The example's Cargo.toml as a package of its own: `workspace = true` resolved from
-/// the workspace's tables, hookbox's crates from `source`, `store` the default feature.
-fn manifest(text: &str, name: &str, store: StoreKind, source: &Source) -> Result<String, String> {
+/// the workspace's tables, hookbox's crates from `source`, `build`'s features the
+/// default ones.
+fn manifest(text: &str, name: &str, build: Build, source: &Source) -> Result<String, String> {
     let example: Table = text
         .parse()
         .map_err(|err| format!("the embedded example manifest: {err}"))?;
@@ -331,7 +391,7 @@ fn manifest(text: &str, name: &str, store: StoreKind, source: &Source) -> Result
         let _ = writeln!(out, "\n[features]");
         for (feature, enables) in features {
             let enables = if feature == "default" {
-                Value::from(vec![store.feature()])
+                Value::from(build.default_features())
             } else {
                 enables.clone()
             };
@@ -555,7 +615,11 @@ mod tests {
     fn the_manifest_has_explicit_versions_and_the_chosen_source() {
         let github = &EXAMPLES[2];
         let (_, text) = github.files.iter().find(|(p, _)| *p == MANIFEST).unwrap();
-        let registry = manifest(text, "my-hooks", StoreKind::Sqlite, &Source::Registry).unwrap();
+        let sqlite = Build {
+            store: StoreKind::Sqlite,
+            cache: None,
+        };
+        let registry = manifest(text, "my-hooks", sqlite, &Source::Registry).unwrap();
         assert!(!registry.contains("workspace = true"), "{registry}");
         assert!(registry.contains("name = \"my-hooks\""), "{registry}");
         assert!(
@@ -569,19 +633,30 @@ mod tests {
         );
 
         let checkout = Source::Path(PathBuf::from("/src/hookbox"));
-        let path = manifest(text, "my-hooks", StoreKind::Postgres, &checkout).unwrap();
+        let postgres_and_redis = Build {
+            store: StoreKind::Postgres,
+            cache: Some(CacheKind::Redis),
+        };
+        let path = manifest(text, "my-hooks", postgres_and_redis, &checkout).unwrap();
         assert!(
             path.contains(
                 r#"hookbox-github = { version = "0.1.0", path = "/src/hookbox/providers/github" }"#
             ),
             "{path}"
         );
-        assert!(path.contains("default = [\"postgres\"]"), "{path}");
+        assert!(
+            path.contains("default = [\"postgres\", \"redis\"]"),
+            "{path}"
+        );
+        assert!(
+            path.contains("redis = [\"dep:hookbox-redis-cache\"]"),
+            "{path}"
+        );
         let git = Source::Git {
             url: "https://github.com/hookbox/hookbox".into(),
             rev: Some("v0.1.0".into()),
         };
-        let git = manifest(text, "my-hooks", StoreKind::Sqlite, &git).unwrap();
+        let git = manifest(text, "my-hooks", sqlite, &git).unwrap();
         assert!(
             git.contains(r#"hookbox-github = { version = "0.1.0", git = "https://github.com/hookbox/hookbox", rev = "v0.1.0" }"#),
             "{git}"
@@ -594,7 +669,11 @@ mod tests {
     #[test]
     fn the_readme_runs_in_the_new_directory() {
         let github = &EXAMPLES[2];
-        let files = project(github, "my-hooks", StoreKind::Sqlite, &Source::Registry).unwrap();
+        let sqlite = Build {
+            store: StoreKind::Sqlite,
+            cache: None,
+        };
+        let files = project(github, "my-hooks", sqlite, &Source::Registry).unwrap();
         let (_, readme) = files.iter().find(|(p, _)| p == "README.md").unwrap();
         assert!(readme.contains("--body-file sample.json"), "{readme}");
         assert!(
@@ -605,6 +684,17 @@ mod tests {
         assert!(!readme.contains("cargo run -q -p hookbox-cli"), "{readme}");
         assert!(
             !readme.contains("## Copying it into your project"),
+            "{readme}"
+        );
+        // built without the cache: the command that sets a Redis URL turns it on
+        assert!(
+            readme.contains(
+                "HOOKBOX_REDIS_URL=redis://127.0.0.1:6379 \\\n  cargo run --features postgres,redis"
+            ),
+            "{readme}"
+        );
+        assert!(
+            readme.contains("--store sqlite` from hookbox's"),
             "{readme}"
         );
         let (_, test) = files.iter().find(|(p, _)| p == "tests/receive.rs").unwrap();

@@ -24,7 +24,6 @@ use hookbox_axum::{EdgeLimits, Webhook, health_router};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_discord::Discord;
-use hookbox_redis_cache::{CacheOptions, Cached};
 use store::diesel::sql_types::{BigInt, Text};
 use store::diesel_async::RunQueryDsl as _;
 use store::{Conn, diesel};
@@ -42,6 +41,42 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
     (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
 const RECORD: &str =
     "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
+
+/// The Redis front cache, when `HOOKBOX_REDIS_URL` is set: duplicates answered from
+/// Redis; every decision is still the database's (feature `redis`, on by default).
+#[cfg(feature = "redis")]
+mod cache {
+    /// The store behind the cache, or `None` when `HOOKBOX_REDIS_URL` is unset.
+    pub(crate) fn from_env(
+        store: &super::store::Store,
+    ) -> Result<Option<hookbox_redis_cache::Cached<super::store::Store>>, super::Error> {
+        Ok(hookbox_redis_cache::Cached::from_env(
+            store,
+            "HOOKBOX_REDIS_URL",
+        )?)
+    }
+}
+
+/// A build without the `redis` feature has no cache: `HOOKBOX_REDIS_URL` stops it at
+/// start rather than being ignored.
+#[cfg(not(feature = "redis"))]
+mod cache {
+    /// Always `None` (the type is the store's, for the caller's `match`); an error
+    /// when `HOOKBOX_REDIS_URL` is set.
+    pub(crate) fn from_env(
+        _store: &super::store::Store,
+    ) -> Result<Option<super::store::Store>, super::Error> {
+        if super::env_or("HOOKBOX_REDIS_URL", "").is_empty() {
+            Ok(None)
+        } else {
+            Err(
+                "HOOKBOX_REDIS_URL is set, but this build has no Redis cache: \
+                 build with `--features redis`"
+                    .into(),
+            )
+        }
+    }
+}
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
 /// `--features postgres`. Only this module names the backend.
@@ -132,14 +167,10 @@ async fn main() -> Result<(), Error> {
     // any work
     let receiver = if serve {
         let provider = Discord::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
-        let redis_url = env_or("HOOKBOX_REDIS_URL", "");
-        let webhook = if redis_url.is_empty() {
-            Webhook::inbox(provider, store.clone())
-        } else {
-            // duplicates answered from Redis; every decision is still the database's
-            let redis = hookbox_redis_cache::connect(&redis_url)?;
-            let cached = Cached::new(store.clone(), redis, CacheOptions::default())?;
-            Webhook::inbox(provider, cached)
+        // duplicates answered from Redis when HOOKBOX_REDIS_URL is set
+        let webhook = match cache::from_env(&store)? {
+            None => Webhook::inbox(provider, store.clone()),
+            Some(cached) => Webhook::inbox(provider, cached),
         };
         // `GET /livez`, and `GET /readyz`: 503 while the store is unreachable
         let app = webhook

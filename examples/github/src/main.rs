@@ -27,7 +27,6 @@ use std::time::Duration;
 use hookbox_axum::{EdgeLimits, Webhook, axum, health_router};
 use hookbox_core::{Delivery, HandlerError, run_worker};
 use hookbox_github::GitHub;
-use hookbox_redis_cache::{CacheOptions, Cached};
 use store::diesel::sql_types::{BigInt, Text};
 use store::diesel_async::RunQueryDsl as _;
 use store::{Conn, diesel};
@@ -111,15 +110,8 @@ async fn main() -> Result<(), Error> {
     // any work
     let receiver = if serve {
         let provider = GitHub::new(env_or("WEBHOOK_SECRET", DEMO_SECRET))?;
-        let redis_url = env_or("HOOKBOX_REDIS_URL", "");
-        // duplicates answered from Redis; every decision is still the database's
-        let cached = match redis_url.as_str() {
-            "" => None,
-            url => {
-                let redis = hookbox_redis_cache::connect(url)?;
-                Some(Cached::new(store.clone(), redis, CacheOptions::default())?)
-            }
-        };
+        // duplicates answered from Redis when HOOKBOX_REDIS_URL is set
+        let cached = cache::from_env(&store)?;
         // inbox or inline, the one line that differs: the same handler either way
         let webhook = match (inline, cached) {
             (false, None) => Webhook::inbox(provider, store.clone()),
@@ -167,6 +159,42 @@ async fn main() -> Result<(), Error> {
         metrics.await?;
     }
     Ok(())
+}
+
+/// The Redis front cache, when `HOOKBOX_REDIS_URL` is set: duplicates answered from
+/// Redis; every decision is still the database's (feature `redis`, on by default).
+#[cfg(feature = "redis")]
+mod cache {
+    /// The store behind the cache, or `None` when `HOOKBOX_REDIS_URL` is unset.
+    pub(crate) fn from_env(
+        store: &super::store::Store,
+    ) -> Result<Option<hookbox_redis_cache::Cached<super::store::Store>>, super::Error> {
+        Ok(hookbox_redis_cache::Cached::from_env(
+            store,
+            "HOOKBOX_REDIS_URL",
+        )?)
+    }
+}
+
+/// A build without the `redis` feature has no cache: `HOOKBOX_REDIS_URL` stops it at
+/// start rather than being ignored.
+#[cfg(not(feature = "redis"))]
+mod cache {
+    /// Always `None` (the type is the store's, for the caller's `match`); an error
+    /// when `HOOKBOX_REDIS_URL` is set.
+    pub(crate) fn from_env(
+        _store: &super::store::Store,
+    ) -> Result<Option<super::store::Store>, super::Error> {
+        if super::env_or("HOOKBOX_REDIS_URL", "").is_empty() {
+            Ok(None)
+        } else {
+            Err(
+                "HOOKBOX_REDIS_URL is set, but this build has no Redis cache: \
+                 build with `--features redis`"
+                    .into(),
+            )
+        }
+    }
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with

@@ -231,3 +231,25 @@ async fn a_worker_prints_a_ready_line_and_refuses_to_start_without_its_store() {
         );
     }
 }
+
+/// A build without the `redis` feature (a project from `hookbox new` without
+/// `--cache redis`) refuses `HOOKBOX_REDIS_URL` rather than ignoring it.
+#[cfg(not(feature = "redis"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_without_the_cache_refuses_a_redis_url() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut example = sandbox.spawn_with(
+        BIN,
+        &["serve", "--no-worker"],
+        &[("HOOKBOX_REDIS_URL", "redis://127.0.0.1:6379")],
+    );
+    let status = example.exited().await;
+    assert_eq!(status.code(), Some(1), "{status}");
+    assert!(
+        example.log().contains("build with `--features redis`"),
+        "{}",
+        example.log()
+    );
+}

@@ -3,9 +3,9 @@
 //! cache (`HOOKBOX_REDIS_URL`). Reads `HOOKBOX_PG_URL` and `HOOKBOX_REDIS_URL`; skips
 //! without them unless `HOOKBOX_REQUIRE_SERVICES=1`.
 //!
-//! Only a Postgres build of the binary speaks Postgres:
-//! `cargo test -p example-stripe --features postgres`.
-#![cfg(feature = "postgres")]
+//! Only a Postgres build of the binary speaks Postgres, and only one with the `redis`
+//! feature (a default) has the cache: `cargo test -p example-stripe --features postgres`.
+#![cfg(all(feature = "postgres", feature = "redis"))]
 
 use hookbox_stripe::StripeSigner;
 use hookbox_testkit::{PgSchema, Sandbox, redis_url, unique};

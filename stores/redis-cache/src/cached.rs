@@ -179,6 +179,28 @@ fn shortest_keep(retention: &RetentionPolicy) -> Duration {
 }
 
 impl<S: Store> Cached<S> {
+    /// The cache a deployment turns on with an environment variable: `None` when
+    /// `var` is unset or empty (the store alone), else `inner` behind a cache on the
+    /// Redis URL `var` holds, with default [`CacheOptions`]. The examples call it with
+    /// `HOOKBOX_REDIS_URL`.
+    ///
+    /// # Errors
+    /// As [`connect`](crate::connect) (a URL that does not parse) and
+    /// [`Cached::new`].
+    pub fn from_env(inner: &S, var: &str) -> Result<Option<Self>, CacheError>
+    where
+        S: Clone,
+    {
+        match std::env::var(var) {
+            Ok(url) if !url.trim().is_empty() => Ok(Some(Self::new(
+                inner.clone(),
+                crate::connect(url.trim())?,
+                CacheOptions::default(),
+            )?)),
+            _ => Ok(None),
+        }
+    }
+
     /// Wraps `inner` in a Redis front cache on `redis` (see [`connect`](crate::connect)
     /// and [`connect_with_root_ca`](crate::connect_with_root_ca)).
     ///
