@@ -8,8 +8,8 @@
 # All projects share one target directory with scripts/check-examples.sh and
 # scripts/check-readme.sh (CHECK_EXAMPLES_TARGET_DIR, by default
 # target/examples-copy), so dependencies compile once; the summary prints how long
-# each project took; a stripe project with `--store postgres --cache redis` is checked
-# too. For github, svix and standard it then runs the new README's
+# each project took; a stripe project with `--store postgres --cache redis --outbox
+# nats` is checked too. For github, svix and standard it then runs the new README's
 # commands as written in the new directory (scripts/check-readme-commands.sh
 # --project). The tests read HOOKBOX_PG_URL / HOOKBOX_REDIS_URL as the
 # examples' tests do (they skip without them unless HOOKBOX_REQUIRE_SERVICES=1).
@@ -67,20 +67,21 @@ for provider in "${providers[@]}"; do
   fi
 done
 
-# one project with the other choices: Postgres as its default store and the Redis
-# cache built in (its tests then run on both services, as the example's own
-# `--features postgres` tests do); CHECK_NEW_CACHED=0 skips it
+# one project with the other choices: Postgres as its default store, the Redis cache
+# built in (its tests then run on both services, as the example's own `--features
+# postgres` tests do) and a relay built for JetStream only (its test checks that an
+# http:// sink URL is refused); CHECK_NEW_CACHED=0 skips it
 if [ "${CHECK_NEW_CACHED:-1}" = 1 ] && [[ " ${providers[*]} " == *" stripe "* ]]; then
   project="$WORK/stripe-cached"
-  echo "== hookbox new stripe-cached --provider stripe --store postgres --cache redis"
-  "$HOOKBOX" new "$project" --provider stripe --store postgres --cache redis --hookbox-path "$ROOT"
+  echo "== hookbox new stripe-cached --provider stripe --store postgres --cache redis --outbox nats"
+  "$HOOKBOX" new "$project" --provider stripe --store postgres --cache redis --outbox nats --hookbox-path "$ROOT"
   cp Cargo.lock "$project/Cargo.lock"
   start=$SECONDS
   if (cd "$project" && cargo build --offline && cargo test --offline); then
-    summary+=("stripe --store postgres --cache redis: cargo build && cargo test passed in $((SECONDS - start)) s")
+    summary+=("stripe --store postgres --cache redis --outbox nats: cargo build && cargo test passed in $((SECONDS - start)) s")
   else
     failed=1
-    summary+=("stripe --store postgres --cache redis: FAILED after $((SECONDS - start)) s")
+    summary+=("stripe --store postgres --cache redis --outbox nats: FAILED after $((SECONDS - start)) s")
   fi
 fi
 

@@ -26,6 +26,7 @@ use crate::providers::ProviderName;
 pub(crate) const AFTER_HELP: &str = "Examples:
   hookbox new my-hooks --provider github --hookbox-path ~/src/hookbox
   hookbox new billing --provider stripe --store postgres --hookbox-git https://github.com/hookbox/hookbox
+  hookbox new billing --provider stripe --cache redis --outbox nats --hookbox-path ~/src/hookbox
   cd my-hooks && cargo build && cargo test
 
 The project is the example for the provider as this version of hookbox was tested
@@ -48,6 +49,12 @@ pub(crate) struct NewArgs {
     /// compile the Redis client, and `HOOKBOX_REDIS_URL` stops it at start.
     #[arg(long, value_enum, value_name = "CACHE")]
     cache: Option<CacheKind>,
+    /// The sinks the project's outbox relay is built with (`http`, `nats`, `amqp`;
+    /// several with commas): its relay then speaks only those, and compiles only
+    /// their clients. For the examples that stage outbox messages (stripe: http, nats,
+    /// amqp; shopify: nats, amqp); default: the example's own.
+    #[arg(long, value_enum, value_name = "SINK", value_delimiter = ',')]
+    outbox: Vec<SinkKind>,
     /// Take hookbox's crates from this checkout (`path` dependencies), until they are
     /// on crates.io.
     #[arg(long, value_name = "CHECKOUT", conflicts_with = "hookbox_git")]
@@ -94,28 +101,118 @@ impl CacheKind {
     }
 }
 
-/// What a new project builds by default: the store, and the cache if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A sink an outbox relay can be built with: each is a feature of the examples
+/// whose handlers stage messages, and of `hookbox-outbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SinkKind {
+    /// HTTP endpoints (`http(s)://`).
+    Http,
+    /// NATS JetStream subjects (`nats://`).
+    Nats,
+    /// RabbitMQ queues and exchanges (`amqp(s)://`).
+    Amqp,
+}
+
+impl SinkKind {
+    const ALL: [Self; 3] = [Self::Http, Self::Nats, Self::Amqp];
+
+    fn feature(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Nats => "nats",
+            Self::Amqp => "amqp",
+        }
+    }
+}
+
+/// What a new project builds by default: the store, the cache if any, and the
+/// relay's sinks (empty: the example's own).
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Build {
     store: StoreKind,
     cache: Option<CacheKind>,
+    outbox: Vec<SinkKind>,
 }
 
 impl Build {
-    /// The `default` features of the project's Cargo.toml.
-    fn default_features(self) -> Vec<&'static str> {
-        let mut features = vec![self.store.feature()];
-        features.extend(self.cache.map(CacheKind::feature));
+    /// The `default` features of the project's Cargo.toml, given the example's own
+    /// `default` list.
+    fn default_features(&self, example_default: &[String]) -> Vec<String> {
+        let mut features = vec![self.store.feature().to_owned()];
+        features.extend(self.cache.map(|cache| cache.feature().to_owned()));
+        if self.outbox.is_empty() {
+            let sinks = SinkKind::ALL.map(SinkKind::feature);
+            features.extend(
+                example_default
+                    .iter()
+                    .filter(|feature| sinks.contains(&feature.as_str()))
+                    .cloned(),
+            );
+        } else {
+            features.extend(self.outbox.iter().map(|sink| sink.feature().to_owned()));
+        }
         features
     }
 
     /// The `hookbox new` flags that made it, after `--provider`.
-    fn flags(self) -> String {
+    fn flags(&self) -> String {
         let mut flags = format!("--store {}", self.store.feature());
         if let Some(cache) = self.cache {
             let _ = write!(flags, " --cache {}", cache.feature());
         }
+        if !self.outbox.is_empty() {
+            let sinks: Vec<&str> = self.outbox.iter().map(|sink| sink.feature()).collect();
+            let _ = write!(flags, " --outbox {}", sinks.join(","));
+        }
         flags
+    }
+}
+
+/// The sink features an example's relay can be built with, from its manifest.
+fn sink_features(example: &Example) -> Vec<&'static str> {
+    let features: Option<Table> = example
+        .files
+        .iter()
+        .find(|(path, _)| *path == MANIFEST)
+        .and_then(|(_, text)| text.parse::<Table>().ok())
+        .and_then(|manifest| manifest.get("features")?.as_table().cloned());
+    SinkKind::ALL
+        .map(SinkKind::feature)
+        .into_iter()
+        .filter(|sink| features.as_ref().is_some_and(|f| f.contains_key(*sink)))
+        .collect()
+}
+
+/// Refuses `--outbox` sinks the example's relay cannot be built with.
+fn check_outbox(example: &Example, outbox: &[SinkKind]) -> Result<(), UsageError> {
+    let offered = sink_features(example);
+    let Some(missing) = outbox
+        .iter()
+        .find(|sink| !offered.contains(&sink.feature()))
+    else {
+        return Ok(());
+    };
+    if offered.is_empty() {
+        let relaying: Vec<String> = EXAMPLES
+            .iter()
+            .filter_map(|other| {
+                let sinks = sink_features(other);
+                (!sinks.is_empty()).then(|| format!("{} ({})", other.provider, sinks.join(", ")))
+            })
+            .collect();
+        Err(UsageError(format!(
+            "--outbox: the {} example stages no outbox messages, so it has no relay to \
+             build; the examples that do: {} (docs/outbox.md shows how to stage your own)",
+            example.provider,
+            relaying.join(", ")
+        )))
+    } else {
+        Err(UsageError(format!(
+            "--outbox {}: the {} example's relay can be built with {}",
+            missing.feature(),
+            example.provider,
+            offered.join(", ")
+        )))
     }
 }
 
@@ -209,11 +306,13 @@ pub(crate) fn run(args: &NewArgs) -> Result<ExitCode, UsageError> {
         },
         (None, None) => Source::Registry,
     };
+    check_outbox(example, &args.outbox)?;
     let build = Build {
         store: args.store,
         cache: args.cache,
+        outbox: args.outbox.clone(),
     };
-    let files = project(example, &name, build, &source).map_err(UsageError)?;
+    let files = project(example, &name, &build, &source).map_err(UsageError)?;
 
     if args.dir.exists()
         && std::fs::read_dir(&args.dir).map_or(true, |mut entries| entries.next().is_some())
@@ -279,7 +378,7 @@ fn package_name(dir: &Path) -> Result<String, UsageError> {
 fn project(
     example: &Example,
     name: &str,
-    build: Build,
+    build: &Build,
     source: &Source,
 ) -> Result<Vec<(String, String)>, String> {
     let original = format!("example-{}", example.provider);
@@ -313,7 +412,7 @@ fn project(
 /// (`cargo run`, `hookbox send … --body-file sample.json`), not in hookbox's checkout,
 /// and the section on copying the example out is dropped. Without the cache built
 /// in, a command that sets `HOOKBOX_REDIS_URL` also turns on the `redis` feature.
-fn readme(text: &str, provider: &str, name: &str, build: Build) -> String {
+fn readme(text: &str, provider: &str, name: &str, build: &Build) -> String {
     let package = format!("-p {name}");
     let mut out = String::new();
     let mut skipping = false;
@@ -357,7 +456,7 @@ fn readme(text: &str, provider: &str, name: &str, build: Build) -> String {
 /// The example's Cargo.toml as a package of its own: `workspace = true` resolved from
 /// the workspace's tables, hookbox's crates from `source`, `build`'s features the
 /// default ones.
-fn manifest(text: &str, name: &str, build: Build, source: &Source) -> Result<String, String> {
+fn manifest(text: &str, name: &str, build: &Build, source: &Source) -> Result<String, String> {
     let example: Table = text
         .parse()
         .map_err(|err| format!("the embedded example manifest: {err}"))?;
@@ -391,7 +490,15 @@ fn manifest(text: &str, name: &str, build: Build, source: &Source) -> Result<Str
         let _ = writeln!(out, "\n[features]");
         for (feature, enables) in features {
             let enables = if feature == "default" {
-                Value::from(build.default_features())
+                let own: Vec<String> = enables
+                    .as_array()
+                    .map(|list| {
+                        list.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Value::from(build.default_features(&own))
             } else {
                 enables.clone()
             };
@@ -618,8 +725,9 @@ mod tests {
         let sqlite = Build {
             store: StoreKind::Sqlite,
             cache: None,
+            outbox: Vec::new(),
         };
-        let registry = manifest(text, "my-hooks", sqlite, &Source::Registry).unwrap();
+        let registry = manifest(text, "my-hooks", &sqlite, &Source::Registry).unwrap();
         assert!(!registry.contains("workspace = true"), "{registry}");
         assert!(registry.contains("name = \"my-hooks\""), "{registry}");
         assert!(
@@ -636,8 +744,9 @@ mod tests {
         let postgres_and_redis = Build {
             store: StoreKind::Postgres,
             cache: Some(CacheKind::Redis),
+            outbox: Vec::new(),
         };
-        let path = manifest(text, "my-hooks", postgres_and_redis, &checkout).unwrap();
+        let path = manifest(text, "my-hooks", &postgres_and_redis, &checkout).unwrap();
         assert!(
             path.contains(
                 r#"hookbox-github = { version = "0.1.0", path = "/src/hookbox/providers/github" }"#
@@ -656,7 +765,7 @@ mod tests {
             url: "https://github.com/hookbox/hookbox".into(),
             rev: Some("v0.1.0".into()),
         };
-        let git = manifest(text, "my-hooks", sqlite, &git).unwrap();
+        let git = manifest(text, "my-hooks", &sqlite, &git).unwrap();
         assert!(
             git.contains(r#"hookbox-github = { version = "0.1.0", git = "https://github.com/hookbox/hookbox", rev = "v0.1.0" }"#),
             "{git}"
@@ -672,8 +781,9 @@ mod tests {
         let sqlite = Build {
             store: StoreKind::Sqlite,
             cache: None,
+            outbox: Vec::new(),
         };
-        let files = project(github, "my-hooks", sqlite, &Source::Registry).unwrap();
+        let files = project(github, "my-hooks", &sqlite, &Source::Registry).unwrap();
         let (_, readme) = files.iter().find(|(p, _)| p == "README.md").unwrap();
         assert!(readme.contains("--body-file sample.json"), "{readme}");
         assert!(
@@ -702,6 +812,59 @@ mod tests {
         assert!(
             !test.contains("hookbox_example_testkit"),
             "the tests use the published testkit"
+        );
+    }
+
+    #[test]
+    fn outbox_sinks_are_the_relays_default_features_where_the_example_has_a_relay() {
+        let example = |provider: &str| {
+            EXAMPLES
+                .iter()
+                .find(|e| e.provider == provider)
+                .expect("an example")
+        };
+        let manifest_of = |provider: &str, outbox: Vec<SinkKind>| {
+            let (_, text) = example(provider)
+                .files
+                .iter()
+                .find(|(p, _)| *p == MANIFEST)
+                .unwrap();
+            let build = Build {
+                store: StoreKind::Sqlite,
+                cache: None,
+                outbox,
+            };
+            let written = manifest(text, "my-hooks", &build, &Source::Registry).unwrap();
+            let parsed: Table = written.parse().unwrap();
+            parsed["features"]["default"].clone()
+        };
+        // the example's own sinks by default, the chosen ones otherwise
+        assert_eq!(
+            manifest_of("stripe", Vec::new()),
+            Value::from(vec!["sqlite", "http"])
+        );
+        assert_eq!(
+            manifest_of("stripe", vec![SinkKind::Nats]),
+            Value::from(vec!["sqlite", "nats"])
+        );
+        assert_eq!(
+            manifest_of("shopify", vec![SinkKind::Amqp]),
+            Value::from(vec!["sqlite", "amqp"])
+        );
+        assert!(check_outbox(example("stripe"), &SinkKind::ALL).is_ok());
+        let refused = check_outbox(example("shopify"), &[SinkKind::Http]).unwrap_err();
+        assert!(
+            refused.0.contains("can be built with nats, amqp"),
+            "{}",
+            refused.0
+        );
+        let refused = check_outbox(example("github"), &[SinkKind::Http]).unwrap_err();
+        assert!(
+            refused
+                .0
+                .contains("stripe (http, nats, amqp), shopify (nats, amqp)"),
+            "{}",
+            refused.0
         );
     }
 

@@ -115,6 +115,8 @@ async fn a_sqlite_build_refuses_a_postgres_url_and_says_which_build_to_use() {
     );
 }
 
+// the receipts go to an HTTP endpoint: a build whose relay has the `http` sink
+#[cfg(feature = "http")]
 /// A one-route HTTP sink on a raw socket: answers 200 to every request and sends
 /// each request's head (the request line and headers, lower-cased) and body.
 async fn receipt_sink() -> (
@@ -171,6 +173,8 @@ async fn receipt_sink() -> (
     (url, receive)
 }
 
+// the receipts go to an HTTP endpoint: a build whose relay has the `http` sink
+#[cfg(feature = "http")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payment_emails_one_receipt_through_the_outbox_with_an_idempotency_key() {
     let Some(sandbox) = sandbox().await else {
@@ -208,6 +212,8 @@ async fn a_payment_emails_one_receipt_through_the_outbox_with_an_idempotency_key
     assert_eq!(sent, 1);
 }
 
+// the receipts go to an HTTP endpoint: a build whose relay has the `http` sink
+#[cfg(feature = "http")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_sink_url_receipts_stay_pending_and_a_relay_refuses_to_start() {
     let Some(sandbox) = sandbox().await else {
@@ -265,4 +271,26 @@ async fn without_a_sink_url_receipts_stay_pending_and_a_relay_refuses_to_start()
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("the receipt was not marked sent\n{}", relay.log());
+}
+
+/// A build whose relay lacks the `http` sink (a `hookbox new --outbox nats` project)
+/// refuses an `http://` `RECEIPT_SINK_URL` at start, naming the sinks it has.
+#[cfg(not(feature = "http"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_without_the_http_sink_refuses_an_http_url() {
+    let Some(sandbox) = sandbox().await else {
+        return;
+    };
+    let mut relay = sandbox.spawn_with(
+        BIN,
+        &["relay"],
+        &[("RECEIPT_SINK_URL", "http://127.0.0.1:9/receipts")],
+    );
+    let status = relay.exited().await;
+    assert_eq!(status.code(), Some(1), "{status}");
+    assert!(
+        relay.log().contains("no sink for `http://` in this build"),
+        "{}",
+        relay.log()
+    );
 }
