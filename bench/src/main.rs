@@ -1,6 +1,8 @@
 //! Prints ns per verify for every provider, for a 1 KiB and a 64 KiB body, beside a bare
-//! pre-keyed HMAC-SHA256 over the same signed bytes, the ratio of the two, and (with
-//! `--features svix-baseline`) the official `svix` crate's `Webhook::verify`.
+//! pre-keyed HMAC-SHA256 over the same signed bytes, the ratio of the two, with
+//! `--features peer-baseline` the Rust peer `webhook-verify` 0.1 on the same request
+//! (its `verify` over the same `http::HeaderMap`, for the providers it covers), and
+//! with `--features svix-baseline` the official `svix` crate's `Webhook::verify`.
 //!
 //! The first five providers and Twitch verify the same Stripe-shaped event, whose
 //! `type` comes before `data`; Slack, Zoom, Discord and Paddle verify an event of their
@@ -15,7 +17,8 @@
 //!
 //! With `HOOKBOX_BENCH_JSON=<file>` every row is also written to `<file>` as one JSON
 //! object per line: `{"provider": "...", "bytes": N, "ns": x, "bare_hmac_ns": x,
-//! "ratio": x}`.
+//! "ratio": x}`, with `"webhook_verify_ns"` and `"vs_webhook_verify"` (hookbox's time
+//! over the peer's) where the peer was measured.
 #![allow(clippy::print_stdout)] // printing the table is this binary's job
 
 use std::fmt::Write as _;
@@ -67,9 +70,16 @@ impl Row {
         self.ns / self.bare_hmac_ns
     }
 
-    fn json(&self) -> String {
+    /// The row as one JSON line; `webhook_verify_ns` when the peer was measured.
+    fn json(&self, peer_ns: Option<f64>) -> String {
+        let peer = peer_ns.map_or_else(String::new, |ns| {
+            format!(
+                r#", "webhook_verify_ns": {ns:.1}, "vs_webhook_verify": {:.4}"#,
+                self.ns / ns
+            )
+        });
         format!(
-            r#"{{"provider": "{}", "bytes": {}, "ns": {:.1}, "bare_hmac_ns": {:.1}, "ratio": {:.4}}}"#,
+            r#"{{"provider": "{}", "bytes": {}, "ns": {:.1}, "bare_hmac_ns": {:.1}, "ratio": {:.4}{peer}}}"#,
             self.provider,
             self.bytes,
             self.ns,
@@ -96,8 +106,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("(ratio = hookbox / bare pre-keyed HMAC-SHA256 over the same signed bytes)");
     println!(
-        "{:<12}{:>8}{:>12}{:>12}{:>9}{:>12}",
-        "provider", "body", "hookbox", "bare HMAC", "ratio", "svix crate"
+        "{:<12}{:>8}{:>12}{:>12}{:>9}{:>16}{:>12}",
+        "provider", "body", "hookbox", "bare HMAC", "ratio", "webhook-verify", "svix crate"
     );
     let mut json = String::new();
     for size in sizes.iter().copied() {
@@ -121,16 +131,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let row = measure_case(&case, body)?;
             let svix = svix_baseline(case.name, body)?
                 .map_or_else(|| "-".to_string(), |ns| format!("{ns:.0}"));
+            let peer = peer_baseline(&case, body)?;
+            let peer_text = peer.map_or_else(|| "-".to_string(), |ns| format!("{ns:.0}"));
             println!(
-                "{:<12}{:>8}{:>12.0}{:>12.0}{:>8.3}x{:>12}",
+                "{:<12}{:>8}{:>12.0}{:>12.0}{:>8.3}x{:>16}{:>12}",
                 row.provider,
                 format!("{} KiB", size / 1024),
                 row.ns,
                 row.bare_hmac_ns,
                 row.ratio(),
+                peer_text,
                 svix
             );
-            writeln!(json, "{}", row.json())?;
+            writeln!(json, "{}", row.json(peer))?;
         }
     }
     if let Some(path) = json_path {
@@ -485,5 +498,63 @@ fn svix_baseline(name: &str, body: &[u8]) -> Result<Option<f64>, Box<dyn std::er
 
 #[cfg(not(feature = "svix-baseline"))]
 fn svix_baseline(_name: &str, _body: &[u8]) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    Ok(None)
+}
+
+/// The peer's ns per verify of the same request, for the providers it covers; `None`
+/// for the others. Its options (the clock pinned to the signed time) are built per
+/// call, as its `verify` takes them by value.
+#[cfg(feature = "peer-baseline")]
+fn peer_baseline(case: &Case, body: &[u8]) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    use std::sync::Arc;
+    use webhook_verify::{Clock, Provider as Peer, Secret, VerifyOptions};
+
+    struct At;
+    impl Clock for At {
+        fn now(&self) -> u64 {
+            TIMESTAMP as u64
+        }
+    }
+    let (provider, secret) = match case.name {
+        "github" => (Peer::GitHub, Secret::new(HMAC_SECRET)),
+        "stripe" | "stripe-real" => (Peer::Stripe, Secret::new(HMAC_SECRET)),
+        "shopify" => (Peer::Shopify, Secret::new(HMAC_SECRET)),
+        "standard" => (Peer::StandardWebhooks, Secret::new(HMAC_SECRET)),
+        "slack" => (Peer::Slack, Secret::new(HMAC_SECRET)),
+        "zoom" => (Peer::Zoom, Secret::new(HMAC_SECRET)),
+        "discord" => (
+            Peer::Discord,
+            Secret::new(hookbox_discord::DiscordSigner::new(&"42".repeat(32))?.public_key_hex()),
+        ),
+        _ => return Ok(None),
+    };
+    let clock: Arc<dyn Clock> = Arc::new(At);
+    let options = || VerifyOptions::default().with_clock(Some(clock.clone()));
+    // measured only where it accepts the request hookbox accepts
+    if let Err(err) =
+        webhook_verify::verify(provider.clone(), &case.headers, body, &secret, options())
+    {
+        return Err(format!("webhook-verify refuses the {} request: {err}", case.name).into());
+    }
+    let mut f = || {
+        webhook_verify::verify(
+            black_box(provider.clone()),
+            black_box(&case.headers),
+            black_box(body),
+            &secret,
+            options(),
+        )
+        .is_ok()
+    };
+    let iters = iterations(&mut f);
+    Ok(Some(
+        (0..ROUNDS)
+            .map(|_| time_batch(&mut f, iters))
+            .fold(f64::INFINITY, f64::min),
+    ))
+}
+
+#[cfg(not(feature = "peer-baseline"))]
+fn peer_baseline(_case: &Case, _body: &[u8]) -> Result<Option<f64>, Box<dyn std::error::Error>> {
     Ok(None)
 }
