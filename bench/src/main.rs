@@ -531,14 +531,12 @@ fn peer_baseline(case: &Case, body: &[u8]) -> Result<Option<f64>, Box<dyn std::e
     let clock: Arc<dyn Clock> = Arc::new(At);
     let options = || VerifyOptions::default().with_clock(Some(clock.clone()));
     // measured only where it accepts the request hookbox accepts
-    if let Err(err) =
-        webhook_verify::verify(provider.clone(), &case.headers, body, &secret, options())
-    {
+    if let Err(err) = webhook_verify::verify(provider, &case.headers, body, &secret, options()) {
         return Err(format!("webhook-verify refuses the {} request: {err}", case.name).into());
     }
     let mut f = || {
         webhook_verify::verify(
-            black_box(provider.clone()),
+            black_box(provider),
             black_box(&case.headers),
             black_box(body),
             &secret,
