@@ -15,9 +15,11 @@
 //!
 //! The parts: [`traffic`] (the seeded model), [`sender`] (the HTTP senders),
 //! [`ledger`] (the demo's tables and the worker's handler), [`receipts`] (the
-//! outbox, its relays and the sink), [`report`] (the table).
+//! outbox, its relays and the sink), [`report`] (the table), [`failure`] (the error
+//! they share).
 #![allow(clippy::print_stdout)] // the table on stdout is the command's output
 
+mod failure;
 mod ledger;
 mod receipts;
 mod report;
@@ -50,7 +52,8 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::UsageError;
 use crate::providers::{self, ProviderName, SignerSettings};
-use ledger::{DemoConn, DemoStore, Failure};
+use failure::Failure;
+use ledger::{DemoConn, DemoStore};
 use report::Report;
 use sender::Sender;
 use traffic::Traffic;

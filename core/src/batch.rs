@@ -6,7 +6,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::DedupeKey;
-use crate::inbox::{RetryPolicy, StoredDelivery, Worked};
+use crate::{RetryPolicy, StoredDelivery, Worked};
 
 /// The bounds of one worker transaction ([`Inbox::work_batch`](crate::Inbox::work_batch)).
 ///

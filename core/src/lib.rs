@@ -58,6 +58,7 @@ mod log_every;
 mod outbox;
 mod provider;
 mod retention;
+mod retry;
 mod secret;
 mod signer;
 mod store;
@@ -81,8 +82,7 @@ pub use handler::{
 pub use handshake::{HandshakeReply, Verified};
 pub use headers::{HeadersJsonError, LegacyText};
 pub use inbox::{
-    AnyStoreError, ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received,
-    RetryPolicy, StoredDelivery, Worked,
+    ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received, StoredDelivery, Worked,
 };
 pub use log_every::LogEvery;
 pub use outbox::{
@@ -90,12 +90,13 @@ pub use outbox::{
     OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
-pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
+pub use retention::{Cutoffs, DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
+pub use retry::RetryPolicy;
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
-    Advance, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError, ProcessResult,
-    Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
+    Advance, AnyStoreError, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError,
+    ProcessResult, Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
 };
 pub use text::DeliveryText;
 #[cfg(feature = "worker")]

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use time::OffsetDateTime;
+
 /// The shortest time a provider can resend a delivery after its first attempt, and so
 /// the minimum time a receiver must keep its dedupe key.
 ///
@@ -161,4 +163,53 @@ impl RetentionPolicy {
     pub fn batch(&self) -> u32 {
         self.batch_size
     }
+
+    /// What a purge at `now` deletes: for each provider with a rule, what is older
+    /// than `now` less its retention; for every other provider, what is older than
+    /// `now` less [`DEFAULT_KEEP`]. Every backend's purge walks these in this order.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hookbox_core::RetentionPolicy;
+    /// use hookbox_core::time::OffsetDateTime;
+    ///
+    /// let policy = RetentionPolicy::default()
+    ///     .keep_below_provider_minimum("shopify", Duration::from_secs(3_600));
+    /// let now = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(90 * 86_400);
+    /// let cutoffs = policy.cutoffs(now);
+    /// assert_eq!(cutoffs.per_provider, [("shopify".to_string(), now - Duration::from_secs(3_600))]);
+    /// assert_eq!(cutoffs.ruled, ["shopify"]);
+    /// assert_eq!(cutoffs.others, now - Duration::from_secs(30 * 86_400));
+    /// ```
+    pub fn cutoffs(&self, now: OffsetDateTime) -> Cutoffs {
+        let before = |keep: Duration| {
+            now.checked_sub(time::Duration::try_from(keep).unwrap_or(time::Duration::MAX))
+                .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        };
+        Cutoffs {
+            per_provider: self
+                .rules
+                .iter()
+                .map(|(provider, keep)| (provider.clone(), before(*keep)))
+                .collect(),
+            ruled: self
+                .rules
+                .iter()
+                .map(|(provider, _)| provider.clone())
+                .collect(),
+            others: before(DEFAULT_KEEP),
+        }
+    }
+}
+
+/// A purge's cutoffs at one instant ([`RetentionPolicy::cutoffs`]): rows received (or
+/// messages sent) before a cutoff are past their retention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cutoffs {
+    /// Each provider with a rule, and its cutoff.
+    pub per_provider: Vec<(String, OffsetDateTime)>,
+    /// The providers with a rule (those the `others` cutoff does not apply to).
+    pub ruled: Vec<String>,
+    /// The cutoff for every provider without a rule: `now` less [`DEFAULT_KEEP`].
+    pub others: OffsetDateTime,
 }

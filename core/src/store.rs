@@ -352,3 +352,43 @@ macro_rules! forward_store {
     )*};
 }
 forward_store!(Arc<S>, &S);
+
+/// Any store's error, boxed: what [`InboxAdmin`](crate::InboxAdmin) returns, so one `&dyn InboxAdmin`
+/// serves every backend.
+pub struct AnyStoreError(Box<dyn StoreError>);
+
+impl AnyStoreError {
+    /// Boxes a store's error.
+    pub fn new(error: impl StoreError) -> Self {
+        Self(Box::new(error))
+    }
+
+    /// Returns the store's own error, to downcast.
+    pub fn inner(&self) -> &(dyn StoreError + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for AnyStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for AnyStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl StdError for AnyStoreError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0.source()
+    }
+}
+
+impl StoreError for AnyStoreError {
+    fn is_transient(&self) -> bool {
+        self.0.is_transient()
+    }
+}

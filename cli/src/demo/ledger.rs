@@ -24,12 +24,9 @@ use hookbox_core::{
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
 
+use super::failure::Failure;
 use super::receipts;
 use super::traffic::{Change, Payload};
-
-/// Any failure that stops the demo before it can report: a store that cannot be
-/// opened, a port that cannot be bound, a statement of the demo's tables.
-pub(crate) type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// The demo's tables, valid SQL on both SQLite and Postgres.
 const CREATE_TABLES: [&str; 2] = [

@@ -22,7 +22,7 @@ use hookbox_outbox::{HttpSink, RelayPolicy, Sinks, run_relay};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use super::ledger::Failure;
+use super::failure::Failure;
 
 /// The sink name the handler stages receipts for.
 pub(crate) const SINK: &str = "email";

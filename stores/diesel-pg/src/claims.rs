@@ -1,5 +1,5 @@
 //! Claims, version guards and retention: [`IdempotencyStore`] and [`VersionGuard`]
-//! for [`PgStore`].
+//! for [`PgStore`]. The retention's deletes are in [`purge`](crate::purge).
 
 use diesel::prelude::*;
 // `filter` on an upsert: the `WHERE` of `ON CONFLICT DO UPDATE`
@@ -7,12 +7,13 @@ use diesel::query_dsl::methods::FilterDsl as _;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, IdempotencyStore,
-    ProcessError, Purged, RetentionPolicy, Store, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DedupeKey, ErasedSideEffect, IdempotencyStore, ProcessError, Purged,
+    RetentionPolicy, Store, TimestampAdvance, VersionGuard,
 };
 use time::OffsetDateTime;
 
 use crate::error::{PgError, TxError};
+use crate::purge::purge;
 use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
 use crate::store::PgStore;
 use crate::watch::statement_failed;
@@ -99,78 +100,9 @@ impl IdempotencyStore for PgStore {
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
-        Box::pin(self.with_connection(async move |conn| purge(self, conn, now).await))
-    }
-}
-
-/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
-/// provider, in batches of `policy.batch()` rows per statement, each its own
-/// transaction, so a purge never holds many locks for long.
-async fn purge(
-    store: &PgStore,
-    conn: &mut AsyncPgConnection,
-    now: OffsetDateTime,
-) -> Result<Purged, PgError> {
-    // `$1` is an array of providers: those a rule names, or (`<> ALL`) those without
-    // a rule of their own
-    const KEYS: &str = "DELETE FROM hookbox_processed_keys WHERE ctid = ANY(ARRAY( \
-         SELECT ctid FROM hookbox_processed_keys \
-         WHERE provider = ANY($1) AND received_at < $2 LIMIT $3))";
-    const KEYS_OTHERS: &str = "DELETE FROM hookbox_processed_keys WHERE ctid = ANY(ARRAY( \
-         SELECT ctid FROM hookbox_processed_keys \
-         WHERE provider <> ALL($1) AND received_at < $2 LIMIT $3))";
-    // processed rows only: pending rows and dead letters are never purged
-    const INBOX: &str = "DELETE FROM hookbox_inbox WHERE id = ANY(ARRAY( \
-         SELECT id FROM hookbox_inbox \
-         WHERE processed_at IS NOT NULL AND dead_at IS NULL \
-         AND provider = ANY($1) AND received_at < $2 LIMIT $3))";
-    const INBOX_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id = ANY(ARRAY( \
-         SELECT id FROM hookbox_inbox \
-         WHERE processed_at IS NOT NULL AND dead_at IS NULL \
-         AND provider <> ALL($1) AND received_at < $2 LIMIT $3))";
-
-    let policy = store.inner.options.get_retention();
-    let batch = i64::from(policy.batch());
-    let mut purged = Purged::default();
-    let cutoff = |keep: std::time::Duration| {
-        now - time::Duration::try_from(keep).unwrap_or(time::Duration::MAX)
-    };
-    for (provider, keep) in policy.rules() {
-        let one = [provider.to_string()];
-        purged.keys += delete_in_batches(conn, KEYS, &one, cutoff(keep), batch).await?;
-        purged.inbox_rows += delete_in_batches(conn, INBOX, &one, cutoff(keep), batch).await?;
-    }
-    let ruled: Vec<String> = policy.rules().map(|(name, _)| name.to_string()).collect();
-    let before = cutoff(DEFAULT_KEEP);
-    purged.keys += delete_in_batches(conn, KEYS_OTHERS, &ruled, before, batch).await?;
-    purged.inbox_rows += delete_in_batches(conn, INBOX_OTHERS, &ruled, before, batch).await?;
-    purged.outbox_messages = crate::outbox::purge_sent(store, conn, now).await?;
-    Ok(purged)
-}
-
-/// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
-/// rows; returns the total. `sql` binds the providers, the cutoff and the batch size.
-pub(crate) async fn delete_in_batches(
-    conn: &mut AsyncPgConnection,
-    sql: &'static str,
-    providers: &[String],
-    before: OffsetDateTime,
-    batch: i64,
-) -> Result<u64, PgError> {
-    use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
-    let mut total = 0;
-    loop {
-        let deleted = diesel::sql_query(sql)
-            .bind::<Array<Text>, _>(providers)
-            .bind::<Timestamptz, _>(before)
-            .bind::<BigInt, _>(batch)
-            .execute(conn)
-            .await
-            .map_err(PgError::query)?;
-        total += deleted as u64;
-        if (deleted as i64) < batch {
-            return Ok(total);
-        }
+        Box::pin(self.with_connection(async move |conn| {
+            purge(conn, self.inner.options.get_retention(), now).await
+        }))
     }
 }
 

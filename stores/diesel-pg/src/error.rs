@@ -1,10 +1,12 @@
 //! The store's error type and its transient/permanent classification, and the error
 //! of a transaction that runs user code.
 
+use std::str::FromStr;
+
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
 use hookbox_core::StoreError;
 
-use crate::tls::SslMode;
+use crate::tls::mode::{SslMode, UnknownSslMode};
 
 /// A boxed error, for causes whose type belongs to a library we do not re-export.
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -177,6 +179,24 @@ impl PgError {
             transient: self.is_transient(),
             reason: hookbox_core::error_chain(self),
         }
+    }
+}
+
+impl From<UnknownSslMode> for PgError {
+    fn from(err: UnknownSslMode) -> Self {
+        Self::InvalidSslMode { value: err.value }
+    }
+}
+
+// here rather than beside `SslMode` (whose file imports nothing of this crate), as
+// its error is the store's
+impl FromStr for SslMode {
+    type Err = PgError;
+
+    /// Parses a connection string's value: [`PgError::InvalidSslMode`] names the
+    /// allowed values for anything else (`allow` included).
+    fn from_str(value: &str) -> Result<Self, PgError> {
+        Ok(Self::from_name(value)?)
     }
 }
 

@@ -208,6 +208,7 @@ mod migrations;
 mod options;
 mod outbox;
 mod pool;
+mod purge;
 mod schema;
 mod store;
 mod tls;

@@ -1,6 +1,13 @@
 //! The outbox: [`OutboxStore`] for [`PgStore`]. Messages are staged on the caller's
 //! connection, leased to relays with `FOR UPDATE SKIP LOCKED` and a lease token,
 //! settled by the lease's holder only, and purged once sent.
+//!
+//! The row and its columns are in [`row`], the operator's queries (one message, the
+//! lists, retries, counts) in [`admin`], the purge of sent messages in
+//! [`purge`](crate::purge).
+
+mod admin;
+mod row;
 
 use std::hash::{BuildHasher as _, RandomState};
 use std::time::Duration;
@@ -8,113 +15,16 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use hookbox_core::bytes::Bytes;
 use hookbox_core::{
-    BoxFuture, DEFAULT_KEEP, DedupeKey, KeptHeaders, Lease, Leased, LegacyText, MessageId,
-    OutboxFilter, OutboxMessage, OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,
-    error_chain,
+    BoxFuture, Lease, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
+    Settlement, Staged, StagedMessage, error_chain,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::claims::delete_in_batches;
+use self::row::{OutboxRow, row_columns};
 use crate::error::PgError;
+use crate::purge::purge_sent;
 use crate::store::PgStore;
-
-/// One outbox row as stored, without the lease (which only `lease` and `settle`
-/// look at). Read by name from SQL of this module: the table has more columns than
-/// diesel's `table!` takes without its `32-column-tables` feature.
-#[derive(QueryableByName)]
-#[diesel(check_for_backend(diesel::pg::Pg))]
-struct OutboxRow {
-    #[diesel(sql_type = BigInt)]
-    seq: i64,
-    #[diesel(sql_type = Text)]
-    message_id: String,
-    #[diesel(sql_type = Text)]
-    source: String,
-    #[diesel(sql_type = Text)]
-    provider: String,
-    #[diesel(sql_type = Text)]
-    delivery_id: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    tenant: Option<String>,
-    #[diesel(sql_type = Text)]
-    handler: String,
-    #[diesel(sql_type = Integer)]
-    sequence: i32,
-    #[diesel(sql_type = Text)]
-    sink: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    ordering_key: Option<String>,
-    #[diesel(sql_type = Bytea)]
-    payload: Vec<u8>,
-    #[diesel(sql_type = Text)]
-    headers: String,
-    #[diesel(sql_type = Timestamptz)]
-    staged_at: OffsetDateTime,
-    #[diesel(sql_type = Integer)]
-    attempts: i32,
-    #[diesel(sql_type = Nullable<Text>)]
-    last_error: Option<String>,
-    #[diesel(sql_type = Timestamptz)]
-    next_attempt_at: OffsetDateTime,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    sent_at: Option<OffsetDateTime>,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    dead_at: Option<OffsetDateTime>,
-}
-
-/// The columns of [`OutboxRow`], of the table aliased `m`.
-macro_rules! row_columns {
-    () => {
-        "m.seq, m.message_id, m.source, m.provider, m.delivery_id, m.tenant, m.handler, \
-         m.sequence, m.sink, m.ordering_key, m.payload, m.headers, m.staged_at, \
-         m.attempts, m.last_error, m.next_attempt_at, m.sent_at, m.dead_at"
-    };
-}
-
-impl OutboxRow {
-    fn into_message(self) -> Result<OutboxMessage, PgError> {
-        // the table is newer than the core's codec, so no row holds the legacy form;
-        // `Utf8` is how this crate's older inbox rows were written
-        let headers = KeptHeaders::from_json(&self.headers, LegacyText::Utf8).map_err(|err| {
-            PgError::OutboxCorrupt {
-                seq: self.seq,
-                source: Box::new(err),
-            }
-        })?;
-        // `source` holds the scope, as in hookbox_inbox: the source, or source/tenant
-        let source = match &self.tenant {
-            Some(tenant) => self
-                .source
-                .strip_suffix(tenant.as_str())
-                .and_then(|s| s.strip_suffix('/'))
-                .unwrap_or(&self.source),
-            None => &self.source,
-        };
-        let mut key = DedupeKey::new(source, self.provider, self.delivery_id);
-        if let Some(tenant) = self.tenant {
-            key = key.with_tenant(tenant);
-        }
-        Ok(OutboxMessage {
-            seq: self.seq,
-            id: MessageId::from_stored(self.message_id),
-            key,
-            handler: self.handler,
-            sequence: u32::try_from(self.sequence).unwrap_or(0),
-            sink: self.sink,
-            ordering_key: self.ordering_key,
-            payload: Bytes::from(self.payload),
-            headers,
-            staged_at: self.staged_at,
-            attempts: u32::try_from(self.attempts).unwrap_or(0),
-            last_error: self.last_error,
-            next_attempt_at: self.next_attempt_at,
-            sent_at: self.sent_at,
-            dead_at: self.dead_at,
-        })
-    }
-}
 
 /// Leases due messages in one autocommitted statement. `$1` is the relay's `now`,
 /// `$2` the limit, `$3` the end of the lease, `$4` the call's token.
@@ -229,57 +139,6 @@ const STAGE: &str = "INSERT INTO hookbox_outbox (message_id, source, provider, \
        delivery_id, tenant, handler, sequence, sink, ordering_key, payload, headers) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
      ON CONFLICT (message_id) DO NOTHING";
-
-/// A message an operator asked to send again: neither sent nor dead, due now, its
-/// attempts reset and any lease dropped (so the holder of an old lease cannot settle
-/// it). `last_error` is kept for the record until the next failure replaces it.
-macro_rules! retried {
-    () => {
-        "UPDATE hookbox_outbox SET sent_at = NULL, dead_at = NULL, attempts = 0, \
-           next_attempt_at = now(), leased_until = NULL, lease_token = NULL "
-    };
-}
-
-/// Retries one sent or dead message by id (`$1`).
-const RETRY_ONE: &str = concat!(
-    retried!(),
-    "WHERE message_id = $1 AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)"
-);
-
-/// Retries every dead letter.
-const RETRY_DEAD: &str = concat!(retried!(), "WHERE dead_at IS NOT NULL");
-
-/// One message by id (`$1`).
-const ONE: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.message_id = $1"
-);
-
-/// The operator's lists, in each filter's order, up to `$1` rows.
-const LIST_PENDING: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.sent_at IS NULL AND m.dead_at IS NULL \
-      ORDER BY m.seq ASC LIMIT $1"
-);
-const LIST_SENT: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.sent_at IS NOT NULL \
-      ORDER BY m.sent_at DESC, m.seq DESC LIMIT $1"
-);
-const LIST_DEAD: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.dead_at IS NOT NULL \
-      ORDER BY m.dead_at ASC, m.seq ASC LIMIT $1"
-);
-const LIST_ALL: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m ORDER BY m.seq DESC LIMIT $1"
-);
 
 /// A fresh lease token: random (std's per-instance random hasher keys), never 0, so
 /// that a [`Lease`] made up with token 0 matches no row.
@@ -474,19 +333,7 @@ impl OutboxStore for PgStore {
         &'a self,
         id: &'a MessageId,
     ) -> BoxFuture<'a, Result<Option<OutboxMessage>, PgError>> {
-        Box::pin(async move {
-            let row = self
-                .with_connection(async |conn| {
-                    diesel::sql_query(ONE)
-                        .bind::<Text, _>(id.as_str())
-                        .get_result::<OutboxRow>(conn)
-                        .await
-                        .optional()
-                        .map_err(PgError::query)
-                })
-                .await?;
-            row.map(OutboxRow::into_message).transpose()
-        })
+        Box::pin(admin::message(self, id))
     }
 
     fn messages(
@@ -494,115 +341,26 @@ impl OutboxStore for PgStore {
         filter: OutboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, PgError>> {
-        Box::pin(async move {
-            let sql = match filter {
-                OutboxFilter::Pending => LIST_PENDING,
-                OutboxFilter::Sent => LIST_SENT,
-                OutboxFilter::Dead => LIST_DEAD,
-                OutboxFilter::All => LIST_ALL,
-            };
-            let rows = self
-                .with_connection(async |conn| {
-                    diesel::sql_query(sql)
-                        .bind::<BigInt, _>(i64::from(limit))
-                        .load::<OutboxRow>(conn)
-                        .await
-                        .map_err(PgError::query)
-                })
-                .await?;
-            rows.into_iter().map(OutboxRow::into_message).collect()
-        })
+        Box::pin(admin::messages(self, filter, limit))
     }
 
     fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, PgError>> {
-        Box::pin(self.with_connection(async move |conn| {
-            let retried = diesel::sql_query(RETRY_ONE)
-                .bind::<Text, _>(id.as_str())
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            Ok(retried == 1)
-        }))
+        Box::pin(admin::retry_message(self, id))
     }
 
     fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(self.with_connection(async |conn| {
-            let retried = diesel::sql_query(RETRY_DEAD)
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
-            Ok(retried as u64)
-        }))
+        Box::pin(admin::retry_dead_messages(self))
     }
 
     fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, PgError>> {
-        Box::pin(self.with_connection(async |conn| {
-            let row = diesel::sql_query(
-                "SELECT \
-                   count(*) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) AS pending, \
-                   count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent, \
-                   count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, \
-                   min(staged_at) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) \
-                     AS oldest_pending \
-                 FROM hookbox_outbox",
-            )
-            .get_result::<StatsRow>(conn)
-            .await
-            .map_err(PgError::query)?;
-            Ok(OutboxStats {
-                pending: row.pending.try_into().unwrap_or(0),
-                sent: row.sent.try_into().unwrap_or(0),
-                dead: row.dead.try_into().unwrap_or(0),
-                oldest_pending: row.oldest_pending,
-            })
-        }))
+        Box::pin(admin::outbox_stats(self))
     }
 
     fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(self.with_connection(async move |conn| purge_sent(self, conn, now).await))
+        Box::pin(self.with_connection(async move |conn| {
+            purge_sent(conn, self.inner.options.get_retention(), now).await
+        }))
     }
-}
-
-#[derive(QueryableByName)]
-struct StatsRow {
-    #[diesel(sql_type = BigInt)]
-    pending: i64,
-    #[diesel(sql_type = BigInt)]
-    sent: i64,
-    #[diesel(sql_type = BigInt)]
-    dead: i64,
-    #[diesel(sql_type = Nullable<Timestamptz>)]
-    oldest_pending: Option<OffsetDateTime>,
-}
-
-/// Deletes sent messages past their provider's retention, with the same rules and
-/// batches as the keys and inbox rows (`claims::purge`, which calls this too).
-pub(crate) async fn purge_sent(
-    store: &PgStore,
-    conn: &mut AsyncPgConnection,
-    now: OffsetDateTime,
-) -> Result<u64, PgError> {
-    // `$1` is an array of providers: those a rule names, or (`<> ALL`) those without
-    // a rule of their own. Sent messages only: pending ones and dead letters stay
-    const SENT: &str = "DELETE FROM hookbox_outbox WHERE seq = ANY(ARRAY( \
-         SELECT seq FROM hookbox_outbox \
-         WHERE sent_at IS NOT NULL AND provider = ANY($1) AND sent_at < $2 LIMIT $3))";
-    const SENT_OTHERS: &str = "DELETE FROM hookbox_outbox WHERE seq = ANY(ARRAY( \
-         SELECT seq FROM hookbox_outbox \
-         WHERE sent_at IS NOT NULL AND provider <> ALL($1) AND sent_at < $2 LIMIT $3))";
-
-    let policy = store.inner.options.get_retention();
-    let batch = i64::from(policy.batch());
-    let cutoff =
-        |keep: Duration| now - time::Duration::try_from(keep).unwrap_or(time::Duration::MAX);
-    let mut purged = 0;
-    for (provider, keep) in policy.rules() {
-        let one = [provider.to_string()];
-        purged += delete_in_batches(conn, SENT, &one, cutoff(keep), batch).await?;
-    }
-    let ruled: Vec<String> = policy.rules().map(|(name, _)| name.to_string()).collect();
-    purged += delete_in_batches(conn, SENT_OTHERS, &ruled, cutoff(DEFAULT_KEEP), batch).await?;
-    Ok(purged)
 }
 
 #[cfg(test)]

@@ -194,6 +194,7 @@ mod inbox;
 mod options;
 mod outbox;
 mod pool;
+mod purge;
 mod rows;
 mod runner;
 mod sql;
@@ -201,6 +202,7 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod transaction;
+mod work;
 mod writer;
 
 pub use connect::Conn;

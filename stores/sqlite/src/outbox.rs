@@ -27,15 +27,16 @@ use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BoxFuture, DEFAULT_KEEP, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats,
-    OutboxStore, RetentionPolicy, Settlement, Staged, StagedMessage,
+    BoxFuture, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
+    Settlement, Staged, StagedMessage,
 };
 
 use crate::connect::Conn;
 use crate::error::SqliteError;
+use crate::purge::purge_sent_messages;
 use crate::rows::{OutboxRow, duration_micros, from_micros, micros};
 use crate::sql::{self, stage_query};
-use crate::store::{SqliteStore, delete_in_batches};
+use crate::store::SqliteStore;
 
 #[derive(diesel::QueryableByName)]
 struct Stats {
@@ -177,29 +178,6 @@ fn settle_query(
     query
         .bind::<BigInt, _>(lease.seq)
         .bind::<BigInt, _>(lease.token)
-}
-
-/// Deletes sent messages past their provider's retention in `policy`, provider by
-/// provider and then every provider without a rule at [`DEFAULT_KEEP`], in batches
-/// (as the store's purge does keys and inbox rows); returns how many. Pending
-/// messages and dead letters stay.
-pub(crate) async fn purge_sent_messages(
-    conn: &mut Conn,
-    policy: &RetentionPolicy,
-    now: OffsetDateTime,
-) -> Result<u64, SqliteError> {
-    let batch = i64::from(policy.batch());
-    let cutoff = |keep| micros(now).saturating_sub(duration_micros(keep));
-    let mut purged = 0;
-    let mut ruled = Vec::new();
-    for (provider, keep) in policy.rules() {
-        ruled.push(provider.to_string());
-        purged += delete_in_batches(conn, sql::PURGE_OUTBOX, provider, cutoff(keep), batch).await?;
-    }
-    let ruled = serde_json::Value::from(ruled).to_string();
-    let before = cutoff(DEFAULT_KEEP);
-    purged += delete_in_batches(conn, sql::PURGE_OUTBOX_OF_OTHERS, &ruled, before, batch).await?;
-    Ok(purged)
 }
 
 impl OutboxStore for SqliteStore {

@@ -15,6 +15,11 @@ pub(crate) fn micros(at: OffsetDateTime) -> i64 {
     micros.clamp(i64::MIN.into(), i64::MAX.into()) as i64
 }
 
+/// Returns the current time as unix microseconds.
+pub(crate) fn now() -> i64 {
+    micros(OffsetDateTime::now_utc())
+}
+
 /// Returns `micros` as a time.
 pub(crate) fn from_micros(micros: i64) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1000).ok()

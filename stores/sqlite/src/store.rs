@@ -1,14 +1,14 @@
-//! The store: claims, version guards, retention.
+//! The store: claims, version guards, retention (the purge itself is in
+//! [`purge`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, CommitMode, DEFAULT_KEEP, DedupeKey, ErasedSideEffect, HandlerError,
+    Advance, BoxFuture, Claim, CommitMode, DedupeKey, ErasedSideEffect, HandlerError,
     IdempotencyStore, ProcessError, ProcessResult, Purged, RetentionPolicy, Store,
     TimestampAdvance, VersionGuard,
 };
@@ -18,9 +18,8 @@ use crate::blocking;
 use crate::connect::{Conn, file_url};
 use crate::error::{SqliteError, TxError};
 use crate::options::SqliteOptions;
-use crate::outbox;
 use crate::pool::{self, ConnPool, PooledConnection};
-use crate::rows::{duration_micros, micros};
+use crate::purge;
 use crate::sql::{self, claim_query};
 use crate::transaction::ImmediateTransaction as _;
 
@@ -283,7 +282,10 @@ impl IdempotencyStore for SqliteStore {
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, SqliteError>> {
-        Box::pin(purge(self, now))
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            purge::purge(&mut conn, &self.inner.options.retention, now).await
+        })
     }
 }
 
@@ -317,56 +319,5 @@ impl VersionGuard for SqliteStore {
             })
             .await?
         })
-    }
-}
-
-/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
-/// provider, in batches.
-async fn purge(store: &SqliteStore, now: OffsetDateTime) -> Result<Purged, SqliteError> {
-    let policy = &store.inner.options.retention;
-    let batch = i64::from(policy.batch());
-    let mut conn = store.connection().await?;
-    let cutoff = |keep| micros(now) - duration_micros(keep);
-    let mut purged = Purged::default();
-    let mut ruled = Vec::new();
-    for (provider, keep) in policy.rules() {
-        ruled.push(provider.to_string());
-        purged.keys +=
-            delete_in_batches(&mut conn, sql::PURGE_KEYS, provider, cutoff(keep), batch).await?;
-        purged.inbox_rows +=
-            delete_in_batches(&mut conn, sql::PURGE_ROWS, provider, cutoff(keep), batch).await?;
-    }
-    let ruled = serde_json::Value::from(ruled).to_string();
-    let before = cutoff(DEFAULT_KEEP);
-    purged.keys +=
-        delete_in_batches(&mut conn, sql::PURGE_KEYS_OF_OTHERS, &ruled, before, batch).await?;
-    purged.inbox_rows +=
-        delete_in_batches(&mut conn, sql::PURGE_ROWS_OF_OTHERS, &ruled, before, batch).await?;
-    purged.outbox_messages = outbox::purge_sent_messages(&mut conn, policy, now).await?;
-    Ok(purged)
-}
-
-/// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
-/// rows; returns the total. Each statement is its own short transaction, so a large
-/// purge never holds the write lock for long.
-pub(crate) async fn delete_in_batches(
-    conn: &mut Conn,
-    sql: &'static str,
-    selector: &str,
-    before: i64,
-    batch: i64,
-) -> Result<u64, SqliteError> {
-    let mut total = 0;
-    loop {
-        let deleted = diesel::sql_query(sql)
-            .bind::<Text, _>(selector)
-            .bind::<BigInt, _>(before)
-            .bind::<BigInt, _>(batch)
-            .execute(conn)
-            .await?;
-        total += deleted as u64;
-        if (deleted as i64) < batch {
-            return Ok(total);
-        }
     }
 }

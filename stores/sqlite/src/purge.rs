@@ -1,0 +1,98 @@
+//! Retention: the purge of expired keys, processed inbox rows and sent outbox
+//! messages, and the batched `DELETE` loop it runs on.
+//!
+//! Each purge goes provider by provider: every retention rule at its own keep, then
+//! every provider without a rule at [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP). The
+//! store's
+//! [`purge`](hookbox_core::IdempotencyStore::purge) and the outbox's
+//! [`purge_sent`](hookbox_core::OutboxStore::purge_sent) both start here, on a
+//! connection they check out.
+
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::RunQueryDsl as _;
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{Cutoffs, Purged, RetentionPolicy};
+
+use crate::connect::Conn;
+use crate::error::SqliteError;
+use crate::rows::micros;
+use crate::sql;
+
+/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
+/// provider, in batches.
+pub(crate) async fn purge(
+    conn: &mut Conn,
+    policy: &RetentionPolicy,
+    now: OffsetDateTime,
+) -> Result<Purged, SqliteError> {
+    let cutoffs = policy.cutoffs(now);
+    let batch = i64::from(policy.batch());
+    Ok(Purged {
+        keys: by_provider(conn, &cutoffs, PURGE_KEYS, batch).await?,
+        inbox_rows: by_provider(conn, &cutoffs, PURGE_ROWS, batch).await?,
+        outbox_messages: by_provider(conn, &cutoffs, PURGE_OUTBOX, batch).await?,
+    })
+}
+
+/// Deletes sent messages past their provider's retention in `policy`, provider by
+/// provider and then every provider without a rule at
+/// [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP), in batches (as the store's purge
+/// does keys and inbox rows); returns how many. Pending messages and dead letters
+/// stay.
+pub(crate) async fn purge_sent_messages(
+    conn: &mut Conn,
+    policy: &RetentionPolicy,
+    now: OffsetDateTime,
+) -> Result<u64, SqliteError> {
+    let batch = i64::from(policy.batch());
+    by_provider(conn, &policy.cutoffs(now), PURGE_OUTBOX, batch).await
+}
+
+/// One table's purge statements: one provider's rows, and the rows of every
+/// provider not in a JSON list.
+type Statements = (&'static str, &'static str);
+const PURGE_KEYS: Statements = (sql::PURGE_KEYS, sql::PURGE_KEYS_OF_OTHERS);
+const PURGE_ROWS: Statements = (sql::PURGE_ROWS, sql::PURGE_ROWS_OF_OTHERS);
+const PURGE_OUTBOX: Statements = (sql::PURGE_OUTBOX, sql::PURGE_OUTBOX_OF_OTHERS);
+
+/// Deletes one table's rows past `cutoffs`: each ruled provider's, then every other
+/// provider's; returns how many.
+async fn by_provider(
+    conn: &mut Conn,
+    cutoffs: &Cutoffs,
+    (one, others): Statements,
+    batch: i64,
+) -> Result<u64, SqliteError> {
+    let mut total = 0;
+    for (provider, before) in &cutoffs.per_provider {
+        total += delete_in_batches(conn, one, provider, micros(*before), batch).await?;
+    }
+    let ruled = serde_json::Value::from(cutoffs.ruled.clone()).to_string();
+    total += delete_in_batches(conn, others, &ruled, micros(cutoffs.others), batch).await?;
+    Ok(total)
+}
+
+/// Runs a `DELETE … LIMIT batch` statement until it deletes fewer than `batch`
+/// rows; returns the total. Each statement is its own short transaction, so a large
+/// purge never holds the write lock for long.
+async fn delete_in_batches(
+    conn: &mut Conn,
+    sql: &'static str,
+    selector: &str,
+    before: i64,
+    batch: i64,
+) -> Result<u64, SqliteError> {
+    let mut total = 0;
+    loop {
+        let deleted = diesel::sql_query(sql)
+            .bind::<Text, _>(selector)
+            .bind::<BigInt, _>(before)
+            .bind::<BigInt, _>(batch)
+            .execute(conn)
+            .await?;
+        total += deleted as u64;
+        if (deleted as i64) < batch {
+            return Ok(total);
+        }
+    }
+}
