@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-use hookbox_diesel_pg::diesel_async::{AsyncConnection as _, AsyncPgConnection};
 use serde_json::Value;
 
 /// A temp directory removed when dropped.
@@ -31,29 +30,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Returns the server's URL, or `None` when the test must skip: `HOOKBOX_PG_URL`
-/// unset or unreachable. With `HOOKBOX_REQUIRE_SERVICES=1` both fail the test
-/// instead.
-pub(crate) async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("HOOKBOX_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: HOOKBOX_PG_URL not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
-        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-        return None;
-    }
-    Some(url)
-}
+// not every test binary talks to Postgres
+#[allow(unused_imports)]
+pub(crate) use hookbox_diesel_pg::testing::pg_url;
 
 /// A command's exit code and its stdout read as one JSON value per line.
 pub(crate) fn json_lines(output: Output) -> (i32, Vec<Value>) {

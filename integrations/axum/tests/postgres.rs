@@ -20,27 +20,7 @@ use hookbox_diesel_pg::{PgOptions, PgStore, diesel, diesel_async};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// Returns the server's URL, or `None` when the test must skip.
-async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("HOOKBOX_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: HOOKBOX_PG_URL not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
-        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-        return None;
-    }
-    Some(url)
-}
+use hookbox_diesel_pg::testing::pg_url;
 
 /// Splits `postgres://user@host:port/db` around `host:port`.
 fn split_url(url: &str) -> (&str, &str, &str) {

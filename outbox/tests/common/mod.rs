@@ -280,31 +280,9 @@ where
     ids
 }
 
-/// Returns the Postgres URL, or `None` when the test must skip; with
-/// `HOOKBOX_REQUIRE_SERVICES=1` a missing server panics instead.
-pub async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("HOOKBOX_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: HOOKBOX_PG_URL not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(
-            !required,
-            "HOOKBOX_PG_URL unreachable and HOOKBOX_REQUIRE_SERVICES=1: {err}"
-        );
-        println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-        return None;
-    }
-    Some(url)
-}
+// not every test binary talks to Postgres
+#[allow(unused_imports)]
+pub use hookbox_diesel_pg::testing::pg_url;
 
 /// A fresh schema, migrated, dropped with the value.
 pub struct PgSchema {

@@ -188,27 +188,8 @@ mod tests {
             .block_on(f)
     }
 
-    /// The server's URL, or `None` to skip: `HOOKBOX_PG_URL` unset or unreachable.
-    /// With `HOOKBOX_REQUIRE_SERVICES=1` both fail the test instead.
     fn pg_url() -> Option<String> {
-        let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-        let Some(url) = std::env::var("HOOKBOX_PG_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
-            assert!(
-                !required,
-                "HOOKBOX_PG_URL not set and HOOKBOX_REQUIRE_SERVICES=1"
-            );
-            println!("skipped: HOOKBOX_PG_URL not set");
-            return None;
-        };
-        if let Err(err) = block_on(AsyncPgConnection::establish(&url)) {
-            assert!(!required, "HOOKBOX_PG_URL unreachable: {err}");
-            println!("skipped: HOOKBOX_PG_URL unreachable: {err}");
-            return None;
-        }
-        Some(url)
+        block_on(hookbox_diesel_pg::testing::pg_url())
     }
 
     #[test]

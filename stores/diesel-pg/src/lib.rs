@@ -211,6 +211,8 @@ mod pool;
 mod purge;
 mod schema;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tls;
 mod watch;
 mod writer;

@@ -20,36 +20,7 @@ mod harness;
 #[allow(unused_imports)]
 pub use harness::PgHarness;
 
-/// The service URL's variable.
-pub const URL_VAR: &str = "HOOKBOX_PG_URL";
-
-/// Returns the server's URL, or `None` when the test must skip: the variable is unset
-/// or the server unreachable. With `HOOKBOX_REQUIRE_SERVICES=1` (CI) both panic instead.
-pub async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let url = match std::env::var(URL_VAR) {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            assert!(
-                !required,
-                "{URL_VAR} not set and HOOKBOX_REQUIRE_SERVICES=1"
-            );
-            println!("skipped: {URL_VAR} not set");
-            return None;
-        }
-    };
-    match AsyncPgConnection::establish(&url).await {
-        Ok(_) => Some(url),
-        Err(err) => {
-            assert!(
-                !required,
-                "{URL_VAR} unreachable and HOOKBOX_REQUIRE_SERVICES=1: {err}"
-            );
-            println!("skipped: {URL_VAR} unreachable: {err}");
-            None
-        }
-    }
-}
+pub use hookbox_diesel_pg::testing::{URL_VAR, pg_url};
 
 /// A fresh schema name.
 pub fn schema_name() -> String {
