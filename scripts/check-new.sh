@@ -40,21 +40,30 @@ fi
 failed=0
 summary=()
 total_start=$SECONDS
-for provider in "${providers[@]}"; do
-  project="$WORK/$provider-receiver"
-  echo "== hookbox new $provider-receiver --provider $provider"
-  "$HOOKBOX" new "$project" --provider "$provider" --hookbox-path "$ROOT"
+
+# new_project <dir> <label> <hookbox new flags…>: writes the project, then runs
+# `cargo build && cargo test` in it; records the outcome under <label>
+new_project() {
+  local project="$1" label="$2"
+  shift 2
+  echo "== hookbox new $(basename "$project") $*"
+  "$HOOKBOX" new "$project" "$@" --hookbox-path "$ROOT"
   # the versions the workspace tests; --offline, not --locked: cargo prunes the lock
   # to what this project uses
   cp Cargo.lock "$project/Cargo.lock"
-  start=$SECONDS
+  local start=$SECONDS
   if (cd "$project" && cargo build --offline && cargo test --offline); then
-    summary+=("$provider: cargo build && cargo test passed in $((SECONDS - start)) s")
+    summary+=("$label: cargo build && cargo test passed in $((SECONDS - start)) s")
   else
     failed=1
-    summary+=("$provider: FAILED after $((SECONDS - start)) s")
-    continue
+    summary+=("$label: FAILED after $((SECONDS - start)) s")
+    return 1
   fi
+}
+
+for provider in "${providers[@]}"; do
+  project="$WORK/$provider-receiver"
+  new_project "$project" "$provider" --provider "$provider" || continue
   # the new README's commands, as written, in the new directory
   if [[ " $README_PROVIDERS " == *" $provider "* ]]; then
     start=$SECONDS
@@ -72,17 +81,8 @@ done
 # postgres` tests do) and a relay built for JetStream only (its test checks that an
 # http:// sink URL is refused); CHECK_NEW_CACHED=0 skips it
 if [ "${CHECK_NEW_CACHED:-1}" = 1 ] && [[ " ${providers[*]} " == *" stripe "* ]]; then
-  project="$WORK/stripe-cached"
-  echo "== hookbox new stripe-cached --provider stripe --store postgres --cache redis --outbox nats"
-  "$HOOKBOX" new "$project" --provider stripe --store postgres --cache redis --outbox nats --hookbox-path "$ROOT"
-  cp Cargo.lock "$project/Cargo.lock"
-  start=$SECONDS
-  if (cd "$project" && cargo build --offline && cargo test --offline); then
-    summary+=("stripe --store postgres --cache redis --outbox nats: cargo build && cargo test passed in $((SECONDS - start)) s")
-  else
-    failed=1
-    summary+=("stripe --store postgres --cache redis --outbox nats: FAILED after $((SECONDS - start)) s")
-  fi
+  new_project "$WORK/stripe-cached" "stripe --store postgres --cache redis --outbox nats" \
+    --provider stripe --store postgres --cache redis --outbox nats || true
 fi
 
 echo "== check-new summary (target dir $CARGO_TARGET_DIR, $((SECONDS - total_start)) s in all)"
