@@ -209,12 +209,14 @@ mod options;
 mod outbox;
 mod pool;
 mod purge;
+mod rows;
 mod schema;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
 mod watch;
+mod work;
 mod writer;
 
 pub use error::PgError;

@@ -188,6 +188,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+mod claims;
 mod connect;
 mod error;
 mod inbox;
