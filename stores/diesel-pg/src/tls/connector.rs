@@ -20,7 +20,7 @@ use super::failure::Failure;
 use super::mode::SslMode;
 use super::params::{invalid_url, split_params};
 use super::stream::MakeRustls;
-use super::verify::{ChainOnly, NoVerification, given_roots, webpki_roots};
+use super::verify::{NoHostNameCheck, given_roots, webpki_roots};
 use crate::error::PgError;
 use crate::options::PgOptions;
 
@@ -100,11 +100,12 @@ impl Connector {
             (SslMode::Disable, _) => None,
             // prefer never verifies: it falls back to plain text on any TLS failure,
             // so a verification would only turn a bad certificate into plain text
-            (SslMode::Prefer, _) | (SslMode::Require, None) => {
-                Some(Arc::new(NoVerification { algorithms }))
-            }
-            (SslMode::Require | SslMode::VerifyCa, roots) => Some(Arc::new(ChainOnly {
-                roots: Arc::new(roots.unwrap_or_else(webpki_roots)),
+            (SslMode::Prefer, _) | (SslMode::Require, None) => Some(Arc::new(NoHostNameCheck {
+                roots: None,
+                algorithms,
+            })),
+            (SslMode::Require | SslMode::VerifyCa, roots) => Some(Arc::new(NoHostNameCheck {
+                roots: Some(Arc::new(roots.unwrap_or_else(webpki_roots))),
                 algorithms,
             })),
             (SslMode::VerifyFull, roots) => {

@@ -1,7 +1,6 @@
 //! Certificate verification and channel binding: the trusted roots (`sslrootcert`,
 //! [`PgOptions::tls_root_certificates_pem`] or the compiled-in Mozilla set), the
-//! verifiers of `prefer`/`require` ([`NoVerification`]) and `verify-ca`
-//! ([`ChainOnly`]), and the `tls-server-end-point` hash of the server certificate
+//! verifier of `prefer`, `require` and `verify-ca` ([`NoHostNameCheck`]), and the `tls-server-end-point` hash of the server certificate
 //! for SCRAM-SHA-256-PLUS.
 
 use std::sync::Arc;
@@ -131,58 +130,18 @@ fn der_element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     (rest.len() >= len).then(|| rest.split_at(len))
 }
 
-/// `require` and `prefer` without a root certificate: any certificate, but the
-/// handshake's signatures are still checked against it (so the SCRAM channel
-/// binding stands for the key the server holds).
+/// The verifier of `prefer`, `require` and `verify-ca`: the handshake's signatures
+/// are always checked against the server's certificate (so the SCRAM channel binding
+/// stands for the key the server holds); with `roots`, the chain must also lead to
+/// one of them, the names in the certificate not compared with the host. `prefer`,
+/// and `require` without a root certificate, take any certificate (`roots: None`).
 #[derive(Debug)]
-pub(super) struct NoVerification {
+pub(super) struct NoHostNameCheck {
+    pub(super) roots: Option<Arc<RootCertStore>>,
     pub(super) algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca` (and `require` with a root certificate): the chain must lead to a
-/// trusted root; the names in the certificate are not compared with the host.
-#[derive(Debug)]
-pub(super) struct ChainOnly {
-    pub(super) roots: Arc<RootCertStore>,
-    pub(super) algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for NoHostNameCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -191,14 +150,16 @@ impl ServerCertVerifier for ChainOnly {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
