@@ -291,7 +291,7 @@ where
     #[cfg(not(feature = "metrics"))]
     let _ = sets_gauges;
     let mut report = WorkerReport::default();
-    let mut store_errors = crate::LogEvery::new(crate::LogEvery::STORE_ERRORS);
+    let store_errors = crate::LogEvery::new(crate::LogEvery::STORE_ERRORS);
     #[cfg(feature = "metrics")]
     let mut gauges = Gauges::default();
     loop {
@@ -318,10 +318,10 @@ where
                 report.store_errors += 1;
                 #[cfg(feature = "metrics")]
                 metrics::counter!("hookbox_worker_store_errors_total").increment(1);
-                if let Some(errors) = store_errors.admit() {
+                if let Some(held_back) = store_errors.due() {
                     tracing::warn!(
                         target: "hookbox::worker",
-                        errors,
+                        errors = held_back + 1,
                         error = %crate::error_chain(&err),
                         "the store is unavailable; the worker waits and tries again"
                     );

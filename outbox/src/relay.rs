@@ -167,7 +167,7 @@ pub async fn run_relay<S: OutboxStore>(
 ) -> Result<RelayReport, S::Error> {
     let mut report = RelayReport::default();
     // an outage logs a line per interval with the count, not a line per poll
-    let mut store_errors = hookbox_core::LogEvery::new(hookbox_core::LogEvery::STORE_ERRORS);
+    let store_errors = hookbox_core::LogEvery::new(hookbox_core::LogEvery::STORE_ERRORS);
     #[cfg(feature = "metrics")]
     let mut gauges = crate::metrics::Gauges::default();
     let concurrency = policy.concurrency.max(1) as usize;
@@ -191,9 +191,9 @@ pub async fn run_relay<S: OutboxStore>(
                 Err(err) if err.is_transient() => {
                     // the leases expire and the messages go again, with their ids
                     report.store_errors += 1;
-                    if let Some(errors) = store_errors.admit() {
+                    if let Some(held_back) = store_errors.due() {
                         tracing::warn!(
-                            errors,
+                            errors = held_back + 1,
                             error = %hookbox_core::error_chain(&err),
                             messages = done.len(),
                             "outbox relay: store unavailable, outcomes not recorded (sent again after the lease)"
@@ -230,8 +230,8 @@ pub async fn run_relay<S: OutboxStore>(
                 }
                 Err(err) if err.is_transient() => {
                     report.store_errors += 1;
-                    if let Some(errors) = store_errors.admit() {
-                        tracing::warn!(errors, error = %hookbox_core::error_chain(&err), "outbox relay: store unavailable, waiting");
+                    if let Some(held_back) = store_errors.due() {
+                        tracing::warn!(errors = held_back + 1, error = %hookbox_core::error_chain(&err), "outbox relay: store unavailable, waiting");
                     }
                     idle_until = Some(Instant::now() + policy.idle);
                 }

@@ -1,15 +1,13 @@
 //! The receive path without axum types, for any framework: verify, then store or
 //! apply, with one tracing span per delivery.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::{
-    Clock, Delivery, Handler, IdempotencyStore, Inbox, ProcessError, Processed, Provider, Received,
-    Verified, VerifiedDelivery, error_chain,
+    Clock, Delivery, Handler, IdempotencyStore, Inbox, LogEvery, ProcessError, Processed, Provider,
+    Received, Verified, VerifiedDelivery, error_chain,
 };
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
@@ -214,12 +212,12 @@ pub(crate) fn report(provider: &str, started: Instant, result: &Result<Outcome, 
             if err.kind() == "store_unavailable" {
                 // an outage answers every delivery 503: one line per interval, with how
                 // many were left out, instead of one per request
-                if let Some(suppressed) = STORE_UNAVAILABLE_LOG.due(Instant::now()) {
+                if let Some(suppressed) = STORE_UNAVAILABLE_LOG.due() {
                     tracing::warn!(
                         kind = err.kind(),
                         cause = %error_chain(err),
                         suppressed,
-                        interval_secs = STORE_UNAVAILABLE_LOG.interval.as_secs(),
+                        interval_secs = STORE_UNAVAILABLE_LOG.interval().as_secs(),
                         "delivery not stored: the store is unavailable; the sender will retry"
                     );
                 }
@@ -236,53 +234,4 @@ pub(crate) fn report(provider: &str, started: Instant, result: &Result<Outcome, 
 
 /// How often the edge logs a transient store error (`store_unavailable`): once per
 /// interval at most, process-wide.
-static STORE_UNAVAILABLE_LOG: RateLimit = RateLimit::new(Duration::from_secs(10));
-
-/// Lets one log line through per interval and counts the ones it held back.
-pub(crate) struct RateLimit {
-    interval: Duration,
-    last: Mutex<Option<Instant>>,
-    suppressed: AtomicU64,
-}
-
-impl RateLimit {
-    const fn new(interval: Duration) -> Self {
-        Self {
-            interval,
-            last: Mutex::new(None),
-            suppressed: AtomicU64::new(0),
-        }
-    }
-
-    /// Returns `Some(n)` when a line may be logged at `now`, `n` being how many were
-    /// held back since the last one; `None` (and counts one more) otherwise.
-    fn due(&self, now: Instant) -> Option<u64> {
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.is_some_and(|at| now.saturating_duration_since(at) < self.interval) {
-            self.suppressed.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        *last = Some(now);
-        Some(self.suppressed.swap(0, Ordering::Relaxed))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_line_per_interval_with_the_count_held_back() {
-        let limit = RateLimit::new(Duration::from_secs(10));
-        let start = Instant::now();
-        assert_eq!(limit.due(start), Some(0));
-        assert_eq!(limit.due(start + Duration::from_secs(1)), None);
-        assert_eq!(limit.due(start + Duration::from_secs(9)), None);
-        assert_eq!(limit.due(start + Duration::from_secs(10)), Some(2));
-        assert_eq!(limit.due(start + Duration::from_secs(11)), None);
-        assert_eq!(limit.due(start + Duration::from_secs(25)), Some(1));
-    }
-}
+static STORE_UNAVAILABLE_LOG: LogEvery = LogEvery::new(LogEvery::STORE_ERRORS);
