@@ -302,8 +302,9 @@ fn send<'a>(
     Box::pin(async move {
         let message = &leased.message;
         let attempt = message.attempts;
-        let kind = sinks.get(&message.sink).map(|sink| sink.kind());
-        let result = match sinks.get(&message.sink) {
+        let sink = sinks.get(&message.sink);
+        let kind = sink.map(|sink| sink.kind());
+        let result = match sink {
             None => Err(SinkError::UnknownSink(message.sink.clone())),
             Some(_) if attempt > policy.retry.max_attempts => {
                 // leased more often than the limit allows: earlier relays died
