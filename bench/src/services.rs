@@ -83,7 +83,9 @@ impl PgSchema {
         conn.batch_execute(&format!("CREATE SCHEMA \"{}\"", schema.name))
             .await?;
         let migrated = async {
-            let store = schema.store(PgOptions::new().max_connections(1)).await?;
+            let store = schema
+                .store(PgOptions::new().with_max_connections(1))
+                .await?;
             store.migrate().await?;
             Ok::<_, BoxErr>(())
         };
@@ -99,7 +101,7 @@ impl PgSchema {
     /// # Errors
     /// The store cannot connect.
     pub async fn store(&self, options: PgOptions) -> Result<PgStore, BoxErr> {
-        Ok(PgStore::connect(&self.url, options.schema(&self.name)).await?)
+        Ok(PgStore::connect(&self.url, options.with_schema(&self.name)).await?)
     }
 
     /// Drops the schema with everything in it.

@@ -261,7 +261,9 @@ async fn run_postgres(url: &str, setup: Setup) -> Result<Report, Failure> {
         .await?;
     let label = format!("Postgres (schema {schema}, dropped afterwards)");
     let outcome = async {
-        let options = PgOptions::new().schema(schema.clone()).max_connections(16);
+        let options = PgOptions::new()
+            .with_schema(schema.clone())
+            .with_max_connections(16);
         let store = PgStore::connect(url, options).await?;
         store.migrate().await?;
         run_on(store, POSTGRES_WORKERS, label, setup).await

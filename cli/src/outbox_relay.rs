@@ -131,9 +131,9 @@ async fn relay(
     }
     match Location::parse(store) {
         Location::Postgres(url) => {
-            let mut options = PgOptions::new().max_connections(4);
+            let mut options = PgOptions::new().with_max_connections(4);
             if let Some(schema) = schema {
-                options = options.schema(schema);
+                options = options.with_schema(schema);
             }
             let store = PgStore::connect(url, options)
                 .await

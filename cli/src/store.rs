@@ -122,9 +122,11 @@ async fn open<T>(
 ) -> Result<T, OpenError> {
     match Location::parse(store) {
         Location::Postgres(url) => {
-            let mut options = PgOptions::new().max_connections(2).retention(retention);
+            let mut options = PgOptions::new()
+                .with_max_connections(2)
+                .with_retention(retention);
             if let Some(schema) = schema {
-                options = options.schema(schema);
+                options = options.with_schema(schema);
             }
             Ok(postgres(PgStore::connect(url, options).await?))
         }
@@ -132,7 +134,7 @@ async fn open<T>(
             if !path.exists() {
                 return Err(OpenError::NoSqliteFile(path.to_path_buf()));
             }
-            let options = SqliteOptions::default().retention(retention);
+            let options = SqliteOptions::default().with_retention(retention);
             Ok(sqlite(SqliteStore::open(path, options).await?))
         }
     }

@@ -24,7 +24,7 @@ Output: one JSON line on stdout.
              \"reply\":{\"status\":…,\"content_type\":…,\"body\":…}}
              (verified; the answer an edge sends, nothing stored)
   rejected: {\"ok\":false,\"error\":\"<kind>\",\"message\":\"<what to fix>\"}
-  kinds: missing_header, malformed_header, invalid_secret, signature_mismatch,
+  kinds: missing_header, malformed_header, invalid_secret, invalid_config, signature_mismatch,
          timestamp_too_old, timestamp_in_future, missing_dedupe_key, malformed_body
 
 Exit status: 0 verified, 1 rejected, 2 usage error (message on stderr).

@@ -27,7 +27,7 @@ async fn populated(path: &std::path::Path) {
         max_attempts: 1,
         ..RetryPolicy::default()
     };
-    let store = SqliteStore::open(path, SqliteOptions::default().retry(retry))
+    let store = SqliteStore::open(path, SqliteOptions::default().with_retry(retry))
         .await
         .unwrap();
     store.migrate().await.unwrap();

@@ -135,7 +135,7 @@ async fn hookbox_outbox_shows_and_operates_a_postgres_outbox() {
         .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
         .await
         .unwrap();
-    let store = PgStore::connect(&url, PgOptions::new().schema(schema.clone()))
+    let store = PgStore::connect(&url, PgOptions::new().with_schema(schema.clone()))
         .await
         .unwrap();
     store.migrate().await.unwrap();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// Why a delivery failed verification.
 ///
-/// The first eight variants map one-to-one to the error kinds of the `hookbox verify`
+/// The first nine variants map one-to-one to the error kinds of the `hookbox verify`
 /// command-line contract ([`VerifyError::kind`]); [`VerifyError::BodyTooLarge`] is the
 /// edge's size limit, which the command line does not apply, and
 /// [`VerifyError::Handshake`] is what `verify` says of a handshake, which
@@ -35,6 +35,14 @@ pub enum VerifyError {
     #[error("invalid secret: {reason}")]
     InvalidSecret {
         /// What is wrong with the secret.
+        reason: String,
+    },
+    /// The provider's configuration other than its secret cannot be used: a public
+    /// URL that is not an absolute `http(s)://` URL (Twilio, Square), or a signature
+    /// scheme that describes something impossible.
+    #[error("invalid configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong with the configuration.
         reason: String,
     },
     /// No configured secret produced any of the signatures in the request.
@@ -116,6 +124,7 @@ impl VerifyError {
             Self::MissingHeader { .. } => "missing_header",
             Self::MalformedHeader { .. } => "malformed_header",
             Self::InvalidSecret { .. } => "invalid_secret",
+            Self::InvalidConfig { .. } => "invalid_config",
             Self::SignatureMismatch { .. } => "signature_mismatch",
             Self::TimestampTooOld { .. } => "timestamp_too_old",
             Self::TimestampInFuture { .. } => "timestamp_in_future",
@@ -130,7 +139,7 @@ impl VerifyError {
     ///
     /// The sender's mistakes are 4xx so that a provider never retries a bad request
     /// forever; [`VerifyError::InvalidSecret`] is the receiver's own misconfiguration,
-    /// so it is a 500: the delivery was not stored and the sender should retry once the
+    /// (as is [`VerifyError::InvalidConfig`]), so it is a 500: the delivery was not stored and the sender should retry once the
     /// secret is fixed.
     pub fn http_status(&self) -> http::StatusCode {
         use http::StatusCode;
@@ -144,7 +153,9 @@ impl VerifyError {
             | Self::TimestampTooOld { .. }
             | Self::TimestampInFuture { .. } => StatusCode::UNAUTHORIZED,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::InvalidSecret { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::InvalidSecret { .. } | Self::InvalidConfig { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -159,6 +170,13 @@ impl VerifyError {
     /// Builds a [`VerifyError::InvalidSecret`].
     pub fn invalid_secret(reason: impl Into<String>) -> Self {
         Self::InvalidSecret {
+            reason: reason.into(),
+        }
+    }
+
+    /// Builds a [`VerifyError::InvalidConfig`].
+    pub fn invalid_config(reason: impl Into<String>) -> Self {
+        Self::InvalidConfig {
             reason: reason.into(),
         }
     }

@@ -60,8 +60,8 @@ async fn child_relay_entry() {
         let store = hookbox_diesel_pg::PgStore::connect(
             url,
             hookbox_diesel_pg::PgOptions::new()
-                .schema(schema)
-                .max_connections(2),
+                .with_schema(schema)
+                .with_max_connections(2),
         )
         .await
         .unwrap();

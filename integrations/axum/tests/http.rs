@@ -212,7 +212,7 @@ async fn a_locked_database_is_503_and_the_retry_is_stored_and_applied_once() {
     // a short busy timeout, so the write gives up quickly while the lock is held
     let store = open(
         &dir.db(),
-        options().busy_timeout(Duration::from_millis(100)),
+        options().with_busy_timeout(Duration::from_millis(100)),
     )
     .await;
     let server = serve(Webhook::inbox(github(), store.clone()).into_router("/github")).await;

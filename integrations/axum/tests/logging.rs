@@ -62,7 +62,7 @@ async fn logs_name_the_delivery_and_never_hold_the_body_or_the_secret() {
     // a short busy timeout: the write gives up quickly while the lock is held
     let store = open(
         &dir.db(),
-        options().busy_timeout(Duration::from_millis(100)),
+        options().with_busy_timeout(Duration::from_millis(100)),
     )
     .await;
     let server =

@@ -50,7 +50,7 @@ async fn counters_move_for_each_outcome_over_real_http() {
     let dir = TempDir::new();
     let store = open(
         &dir.db(),
-        options().busy_timeout(Duration::from_millis(100)),
+        options().with_busy_timeout(Duration::from_millis(100)),
     )
     .await;
     let inbox = serve(Webhook::inbox(github(), store.clone()).into_router("/inbox")).await;

@@ -181,9 +181,9 @@ async fn postgres_down_is_5xx_and_unready_and_the_retry_is_stored_and_applied_on
     let proxy = Proxy::start(upstream.to_string()).await;
     let proxied = format!("{head}{}{tail}", proxy.addr);
     let options = PgOptions::new()
-        .schema(schema.name.clone())
-        .pool_timeout(Duration::from_secs(2))
-        .retry(RetryPolicy {
+        .with_schema(schema.name.clone())
+        .with_pool_timeout(Duration::from_secs(2))
+        .with_retry(RetryPolicy {
             max_attempts: 3,
             base: Duration::ZERO,
             cap: Duration::ZERO,

@@ -309,8 +309,8 @@ impl PgSchema {
         PgStore::connect(
             &self.url,
             PgOptions::new()
-                .schema(self.name.clone())
-                .max_connections(connections),
+                .with_schema(self.name.clone())
+                .with_max_connections(connections),
         )
         .await
         .unwrap()

@@ -147,8 +147,8 @@ impl Schema {
         PgStore::connect(
             &self.url,
             PgOptions::new()
-                .schema(&self.name)
-                .max_connections(connections),
+                .with_schema(&self.name)
+                .with_max_connections(connections),
         )
         .await
         .map_err(|e| failed("connecting to postgres", &e))

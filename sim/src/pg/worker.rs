@@ -114,9 +114,12 @@ async fn serve(
     design: CrashDesign,
     stdout: &mut Stdout,
 ) -> io::Result<()> {
-    let store = PgStore::connect(url, PgOptions::new().schema(schema).max_connections(1))
-        .await
-        .map_err(|e| failed("connecting to postgres", &e))?;
+    let store = PgStore::connect(
+        url,
+        PgOptions::new().with_schema(schema).with_max_connections(1),
+    )
+    .await
+    .map_err(|e| failed("connecting to postgres", &e))?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     say(stdout, "ready").await?;
     while let Some(line) = lines.next_line().await? {

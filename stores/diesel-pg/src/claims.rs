@@ -42,7 +42,7 @@ impl Store for PgStore {
     type Error = PgError;
 
     fn retention(&self) -> &RetentionPolicy {
-        self.inner.options.get_retention()
+        self.inner.options.retention()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<(), PgError>> {
@@ -101,7 +101,7 @@ impl IdempotencyStore for PgStore {
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
         Box::pin(self.with_connection(async move |conn| {
-            purge(conn, self.inner.options.get_retention(), now).await
+            purge(conn, self.inner.options.retention(), now).await
         }))
     }
 }

@@ -85,7 +85,7 @@ pub enum PgError {
         /// The batch's error, with its causes.
         reason: String,
     },
-    /// The schema name given to [`PgOptions::schema`](crate::PgOptions::schema) is not
+    /// The schema name given to [`PgOptions::with_schema`](crate::PgOptions::with_schema) is not
     /// a plain identifier.
     #[error(
         "invalid schema name {name:?}: use ASCII letters, digits and underscores, not starting with a digit"

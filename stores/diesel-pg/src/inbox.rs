@@ -59,7 +59,7 @@ impl Inbox for PgStore {
     }
 
     fn worker_concurrency(&self) -> u32 {
-        self.inner.options.get_worker_concurrency()
+        self.inner.options.worker_concurrency()
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgError>> {

@@ -186,7 +186,7 @@
 //! connection opens. None of these is transient.
 //!
 //! The trusted roots are `sslrootcert`'s PEM file, else
-//! [`PgOptions::tls_root_certificates_pem`], else the Mozilla roots compiled in
+//! [`PgOptions::with_tls_root_certificates_pem`], else the Mozilla roots compiled in
 //! (`webpki-roots`: the same set on every machine, including containers without a CA
 //! bundle; `sslrootcert=system` asks for them explicitly and implies `verify-full`).
 //! libpq's `~/.postgresql/root.crt` is not read, and client certificates (`sslcert`,

@@ -16,10 +16,10 @@ use crate::error::PgError;
 /// use hookbox_diesel_pg::PgOptions;
 ///
 /// let options = PgOptions::new()
-///     .max_connections(16)
-///     .lock_timeout(Duration::from_secs(2))
-///     .schema("webhooks");
-/// assert_eq!(options.get_max_connections(), 16);
+///     .with_max_connections(16)
+///     .with_lock_timeout(Duration::from_secs(2))
+///     .with_schema("webhooks");
+/// assert_eq!(options.max_connections(), 16);
 /// ```
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -36,11 +36,11 @@ pub struct PgOptions {
 }
 
 /// Writer tasks of a grouped store by default: batches on the wire while the next
-/// ones gather. See [`PgOptions::group_commit_writers`].
+/// ones gather. See [`PgOptions::with_group_commit_writers`].
 pub const DEFAULT_GROUP_COMMIT_WRITERS: usize = 4;
 
 /// Batches a worker runs side by side by default (`SKIP LOCKED` keeps them on
-/// different rows). See [`PgOptions::worker_concurrency`].
+/// different rows). See [`PgOptions::with_worker_concurrency`].
 pub const DEFAULT_WORKER_CONCURRENCY: u32 = 2;
 
 /// Root certificates in PEM, shown by their size only.
@@ -83,13 +83,13 @@ impl PgOptions {
     /// and write them as one multi-row `INSERT … ON CONFLICT DO NOTHING`, and a
     /// delivery whose key is already stored is answered by a read without queueing.
     /// [`CommitMode::PerRequest`] inserts each delivery on its own.
-    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+    pub fn with_commit_mode(mut self, mode: CommitMode) -> Self {
         self.commit = mode;
         self
     }
 
     /// Returns how `Inbox::receive` commits.
-    pub fn get_commit_mode(&self) -> CommitMode {
+    pub fn commit_mode(&self) -> CommitMode {
         self.commit
     }
 
@@ -102,41 +102,41 @@ impl PgOptions {
     /// fewer make larger batches, so fewer statements, which pays when the database
     /// shares CPUs with the receiver. docs/performance.md has the measurements. The
     /// pool must hold the writers, the lookup and the other callers:
-    /// [`max_connections`](Self::max_connections) well above the writers.
+    /// [`with_max_connections`](Self::with_max_connections) well above the writers.
     ///
     /// ```
     /// use hookbox_diesel_pg::{DEFAULT_GROUP_COMMIT_WRITERS, PgOptions};
     ///
-    /// assert_eq!(PgOptions::new().get_group_commit_writers(), DEFAULT_GROUP_COMMIT_WRITERS);
-    /// let options = PgOptions::new().max_connections(16).group_commit_writers(8);
-    /// assert_eq!(options.get_group_commit_writers(), 8);
-    /// assert_eq!(PgOptions::new().group_commit_writers(0).get_group_commit_writers(), 1);
+    /// assert_eq!(PgOptions::new().group_commit_writers(), DEFAULT_GROUP_COMMIT_WRITERS);
+    /// let options = PgOptions::new().with_max_connections(16).with_group_commit_writers(8);
+    /// assert_eq!(options.group_commit_writers(), 8);
+    /// assert_eq!(PgOptions::new().with_group_commit_writers(0).group_commit_writers(), 1);
     /// ```
-    pub fn group_commit_writers(mut self, writers: usize) -> Self {
+    pub fn with_group_commit_writers(mut self, writers: usize) -> Self {
         self.group_writers = writers.max(1);
         self
     }
 
     /// Returns how many writer tasks a grouped store runs.
-    pub fn get_group_commit_writers(&self) -> usize {
+    pub fn group_commit_writers(&self) -> usize {
         self.group_writers
     }
 
     /// Sets how many batches `run_worker` runs at once on this store unless its
     /// `WorkerOptions` say otherwise (default 2, at least 1). Each running batch
     /// holds one pooled connection for its transaction.
-    pub fn worker_concurrency(mut self, batches: u32) -> Self {
+    pub fn with_worker_concurrency(mut self, batches: u32) -> Self {
         self.worker_concurrency = batches.max(1);
         self
     }
 
     /// Returns how many batches a worker runs at once by default.
-    pub fn get_worker_concurrency(&self) -> u32 {
+    pub fn worker_concurrency(&self) -> u32 {
         self.worker_concurrency
     }
 
     /// Sets the most connections the pool opens (default 8, at least 1).
-    pub fn max_connections(mut self, connections: usize) -> Self {
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self
     }
@@ -144,14 +144,14 @@ impl PgOptions {
     /// Sets how long keys and processed inbox rows are kept (default: 30 days for
     /// every provider). Build it with [`RetentionPolicy::keep`], which refuses a rule
     /// shorter than the provider's resend window.
-    pub fn retention(mut self, retention: RetentionPolicy) -> Self {
+    pub fn with_retention(mut self, retention: RetentionPolicy) -> Self {
         self.retention = retention;
         self
     }
 
     /// Sets how failed inbox rows are retried and when they become dead letters
     /// (default: 5 attempts, backoff from 1 s to 1 h with full jitter).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
     }
@@ -163,7 +163,7 @@ impl PgOptions {
     /// then reports a duplicate; this bounds the wait, so a stuck transaction cannot
     /// hang every receiver. A wait that runs out fails with the transient
     /// [`PgError::LockTimeout`]. Zero disables the bound (not recommended).
-    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
         self
     }
@@ -171,7 +171,7 @@ impl PgOptions {
     /// Sets how long a call waits for a free pooled connection, and for a new one
     /// to open (default 5 s). A wait that runs out fails with the transient
     /// [`PgError::PoolTimeout`] or [`PgError::Connect`].
-    pub fn pool_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_pool_timeout(mut self, timeout: Duration) -> Self {
         self.pool_timeout = timeout;
         self
     }
@@ -180,7 +180,7 @@ impl PgOptions {
     /// `SET search_path TO "<schema>"`, so your side effects see that schema too
     /// (qualify your own tables if they live elsewhere). The schema must exist; the
     /// name must be a plain identifier (checked by [`PgStore::connect`](crate::PgStore::connect)).
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = Some(schema.into());
         self
     }
@@ -202,48 +202,48 @@ impl PgOptions {
     ///
     /// # fn read_ca() -> Vec<u8> { Vec::new() }
     /// let ca: Vec<u8> = read_ca(); // e.g. std::fs::read("/etc/hookbox/db-ca.pem")?
-    /// let options = PgOptions::new().tls_root_certificates_pem(ca);
+    /// let options = PgOptions::new().with_tls_root_certificates_pem(ca);
     /// // with "postgres://app@db.internal/app?sslmode=verify-full"
     /// # drop(options);
     /// ```
-    pub fn tls_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+    pub fn with_tls_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls_roots = Some(RootsPem(pem.into().into()));
         self
     }
 
     /// Returns the root certificates given to
-    /// [`PgOptions::tls_root_certificates_pem`], if any.
-    pub fn get_tls_root_certificates_pem(&self) -> Option<&[u8]> {
+    /// [`PgOptions::with_tls_root_certificates_pem`], if any.
+    pub fn tls_root_certificates_pem(&self) -> Option<&[u8]> {
         self.tls_roots.as_ref().map(|pem| &*pem.0)
     }
 
     /// Returns the pool size.
-    pub fn get_max_connections(&self) -> usize {
+    pub fn max_connections(&self) -> usize {
         self.max_connections
     }
 
     /// Returns the retention policy.
-    pub fn get_retention(&self) -> &RetentionPolicy {
+    pub fn retention(&self) -> &RetentionPolicy {
         &self.retention
     }
 
     /// Returns the retry policy.
-    pub fn get_retry(&self) -> RetryPolicy {
+    pub fn retry(&self) -> RetryPolicy {
         self.retry
     }
 
     /// Returns the lock timeout.
-    pub fn get_lock_timeout(&self) -> Duration {
+    pub fn lock_timeout(&self) -> Duration {
         self.lock_timeout
     }
 
     /// Returns the pool timeout.
-    pub fn get_pool_timeout(&self) -> Duration {
+    pub fn pool_timeout(&self) -> Duration {
         self.pool_timeout
     }
 
     /// Returns the schema, if one was set.
-    pub fn get_schema(&self) -> Option<&str> {
+    pub fn schema(&self) -> Option<&str> {
         self.schema.as_deref()
     }
 
@@ -291,8 +291,8 @@ mod tests {
     #[test]
     fn setup_sets_the_lock_timeout_and_search_path() {
         let sql = PgOptions::new()
-            .lock_timeout(Duration::from_millis(1500))
-            .schema("hb_test")
+            .with_lock_timeout(Duration::from_millis(1500))
+            .with_schema("hb_test")
             .setup_sql();
         assert_eq!(
             sql,

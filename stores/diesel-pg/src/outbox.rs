@@ -358,7 +358,7 @@ impl OutboxStore for PgStore {
 
     fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, PgError>> {
         Box::pin(self.with_connection(async move |conn| {
-            purge_sent(conn, self.inner.options.get_retention(), now).await
+            purge_sent(conn, self.inner.options.retention(), now).await
         }))
     }
 }

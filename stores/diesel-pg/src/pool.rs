@@ -53,11 +53,11 @@ pub(crate) fn build(url: &str, options: &PgOptions) -> Result<ConnPool, PgError>
     });
     let manager = AsyncDieselConnectionManager::new_with_config(url, config);
     Pool::builder(manager)
-        .max_size(options.get_max_connections())
+        .max_size(options.max_connections())
         .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(options.get_pool_timeout()))
-        .create_timeout(Some(options.get_pool_timeout()))
-        .recycle_timeout(Some(options.get_pool_timeout()))
+        .wait_timeout(Some(options.pool_timeout()))
+        .create_timeout(Some(options.pool_timeout()))
+        .recycle_timeout(Some(options.pool_timeout()))
         .build()
         .map_err(|err| PgError::Pool(Box::new(err)))
 }

@@ -65,14 +65,14 @@ impl PgStore {
     /// requires; [`PgError::Connect`] or [`PgError::PoolTimeout`] when no
     /// connection could be opened.
     pub async fn connect(url: &str, options: PgOptions) -> Result<Self, PgError> {
-        if let Some(schema) = options.get_schema() {
+        if let Some(schema) = options.schema() {
             check_schema(schema)?;
         }
         let pool = pool::build(url, &options)?;
-        let writer = match options.get_commit_mode() {
+        let writer = match options.commit_mode() {
             CommitMode::Grouped(config) => {
-                let writers = options.get_group_commit_writers();
-                let pool_size = options.get_max_connections();
+                let writers = options.group_commit_writers();
+                let pool_size = options.max_connections();
                 if writers >= pool_size {
                     // it still works, the stages wait for each other's connections
                     tracing::warn!(

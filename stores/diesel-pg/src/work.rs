@@ -79,7 +79,7 @@ impl PgStore {
         handler: &ErasedHandler<'_, AsyncPgConnection>,
         limits: BatchLimits,
     ) -> Result<Vec<RowOutcome>, PgError> {
-        let retry = self.inner.options.get_retry();
+        let retry = self.inner.options.retry();
         let mut conn = self.connection().await?;
         let batch = conn
             .run(async |conn| Self::run_batch(conn, handler, limits, &retry).await)

@@ -7,7 +7,7 @@
 //!    the writers. The rest go on to the writers as one batch. A delivery alone in
 //!    the queue while the writers are idle goes straight on: their insert answers
 //!    a stored key without writing, and the round trip is saved.
-//! 2. **writers** ([`PgOptions::group_commit_writers`](crate::PgOptions::group_commit_writers)
+//! 2. **writers** ([`PgOptions::with_group_commit_writers`](crate::PgOptions::with_group_commit_writers)
 //!    tasks, 4 by default, so the next batch is read while others are
 //!    on the wire): one `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO NOTHING
 //!    RETURNING` per batch on one pooled connection. A batch reaches one writer

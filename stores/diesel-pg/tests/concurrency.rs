@@ -17,7 +17,7 @@ const CONNECTIONS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn copies_racing_over_pooled_connections_apply_each_event_once() {
-    let options = PgOptions::new().max_connections(CONNECTIONS);
+    let options = PgOptions::new().with_max_connections(CONNECTIONS);
     let Some(fixture) = common::fixture(options).await else {
         return;
     };

@@ -113,10 +113,10 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
 /// finds its row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_writer_stores_each_key_of_a_burst_once() {
-    let Some(fixture) = common::fixture(PgOptions::new().group_commit_writers(1)).await else {
+    let Some(fixture) = common::fixture(PgOptions::new().with_group_commit_writers(1)).await else {
         return;
     };
-    assert_eq!(fixture.store.options().get_group_commit_writers(), 1);
+    assert_eq!(fixture.store.options().group_commit_writers(), 1);
     let store = Arc::new(fixture.store.clone());
     let ids: Vec<String> = (0..48).map(|n| format!("evt_one_writer_{n}")).collect();
     // three copies of each key, sent at once

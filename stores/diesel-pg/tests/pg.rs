@@ -18,7 +18,7 @@ use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stuck_copy_times_out_as_a_transient_lock_timeout() {
     use hookbox_core::{ProcessError, Processed, StoreError};
-    let options = PgOptions::new().lock_timeout(Duration::from_millis(300));
+    let options = PgOptions::new().with_lock_timeout(Duration::from_millis(300));
     let Some(fixture) = common::fixture(options).await else {
         return;
     };
@@ -144,7 +144,7 @@ async fn connection_failures_are_classified() {
     use hookbox_core::StoreError;
     let refused = PgStore::connect(
         "postgres://postgres@127.0.0.1:1/test",
-        PgOptions::new().pool_timeout(Duration::from_secs(2)),
+        PgOptions::new().with_pool_timeout(Duration::from_secs(2)),
     )
     .await
     .unwrap_err();
@@ -152,7 +152,7 @@ async fn connection_failures_are_classified() {
 
     let invalid = PgStore::connect(
         "postgres://postgres@127.0.0.1:1/test",
-        PgOptions::new().schema("a\"; DROP TABLE x; --"),
+        PgOptions::new().with_schema("a\"; DROP TABLE x; --"),
     )
     .await
     .unwrap_err();
@@ -168,7 +168,7 @@ async fn migrate_is_idempotent_on_a_current_thread_runtime() {
         return;
     };
     let schema = TestSchema::new(&url).await;
-    let store = PgStore::connect(&url, PgOptions::new().schema(&schema.name))
+    let store = PgStore::connect(&url, PgOptions::new().with_schema(&schema.name))
         .await
         .unwrap();
     // the schema, the columns added since, the outbox

@@ -240,7 +240,8 @@ fn child_worker() {
     };
     match std::env::var(CHILD_SCHEMA) {
         Ok(schema) => runtime.block_on(async {
-            let store = common::store(&url, &schema, PgOptions::new().max_connections(4)).await;
+            let store =
+                common::store(&url, &schema, PgOptions::new().with_max_connections(4)).await;
             mark("ready");
             while common::count(&store, "SELECT count(*) AS n FROM go").await == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -392,7 +393,8 @@ fn crash_child() {
     };
     match std::env::var(CHILD_SCHEMA) {
         Ok(schema) => runtime.block_on(async {
-            let store = common::store(&url, &schema, PgOptions::new().max_connections(1)).await;
+            let store =
+                common::store(&url, &schema, PgOptions::new().with_max_connections(1)).await;
             let slow = std::env::var(CHILD_MODE).is_ok_and(|mode| mode == "crash");
             let seed = std::env::var(CHILD_SEED).unwrap().parse().unwrap();
             let applied = claim_all(&store, seed, slow).await;

@@ -384,8 +384,8 @@ fn path(p: &Path) -> String {
 /// Quick to fail: these tests are about refusals, not about waiting for a server.
 fn options() -> PgOptions {
     PgOptions::new()
-        .max_connections(2)
-        .pool_timeout(Duration::from_secs(10))
+        .with_max_connections(2)
+        .with_pool_timeout(Duration::from_secs(10))
 }
 
 async fn connect(url: &str, options: PgOptions) -> Result<PgStore, PgError> {
@@ -458,9 +458,12 @@ async fn tls_verify_full_with_the_right_ca_migrates_and_claims() {
         "localhost",
         &format!("sslmode=verify-full&sslrootcert={ca}"),
     );
-    let store = connect(&url, options().lock_timeout(Duration::from_millis(1500)))
-        .await
-        .unwrap();
+    let store = connect(
+        &url,
+        options().with_lock_timeout(Duration::from_millis(1500)),
+    )
+    .await
+    .unwrap();
     assert!(encrypted(&store).await);
     // the store's own setup runs on TLS connections as on plain ones
     assert_eq!(setting(&store, "lock_timeout").await, "1500ms");
@@ -583,7 +586,7 @@ async fn tls_require_verifies_only_with_a_root_certificate() {
     let ca = std::fs::read(&certs.ca).unwrap();
     let store = connect(
         &server.url("wrong.example", "hostaddr=127.0.0.1&sslmode=require"),
-        options().tls_root_certificates_pem(ca),
+        options().with_tls_root_certificates_pem(ca),
     )
     .await
     .unwrap();
@@ -601,12 +604,16 @@ async fn tls_root_certificates_from_the_options() {
     let ca = std::fs::read(&certs.ca).unwrap();
     let other = std::fs::read(&certs.other_ca).unwrap();
     let url = server.url("localhost", "sslmode=verify-full");
-    let store = connect(&url, options().tls_root_certificates_pem(ca.clone()))
+    let store = connect(&url, options().with_tls_root_certificates_pem(ca.clone()))
         .await
         .unwrap();
     assert!(encrypted(&store).await);
     assert_certificate_refused(
-        connect(&url, options().tls_root_certificates_pem(other.clone())).await,
+        connect(
+            &url,
+            options().with_tls_root_certificates_pem(other.clone()),
+        )
+        .await,
         "localhost",
         "not signed by a trusted root",
     );
@@ -614,7 +621,7 @@ async fn tls_root_certificates_from_the_options() {
         "localhost",
         &format!("sslmode=verify-full&sslrootcert={}", path(&certs.ca)),
     );
-    let store = connect(&with_file, options().tls_root_certificates_pem(other))
+    let store = connect(&with_file, options().with_tls_root_certificates_pem(other))
         .await
         .unwrap();
     assert!(encrypted(&store).await);

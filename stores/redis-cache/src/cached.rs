@@ -102,7 +102,7 @@ impl State {
 ///   `Duplicate`, or its `receive` returned `Ok`). A hit therefore always stands for a committed key, and
 ///   answering it as a duplicate is what the database would answer.
 /// - **A miss, an error or a slow answer falls through.** Every Redis call is bounded
-///   by [`CacheOptions::timeout`] (5 ms by default); whatever does not answer a clear
+///   by [`CacheOptions::with_timeout`] (5 ms by default); whatever does not answer a clear
 ///   "present" in time goes to the database claim, which decides as if there were no
 ///   cache. Redis failures are never returned as errors.
 /// - **The acknowledgement never waits on a slow Redis.** The write after the commit
@@ -217,7 +217,7 @@ impl<S: Store> Cached<S> {
         redis: ConnectionManager,
         options: CacheOptions,
     ) -> Result<Self, CacheError> {
-        let ttl = options.ttl_duration();
+        let ttl = options.ttl();
         let keep = shortest_keep(inner.retention());
         if ttl > keep {
             return Err(CacheError::TtlLongerThanRetention { ttl, keep });
@@ -228,7 +228,7 @@ impl<S: Store> Cached<S> {
         if ttl_millis == 0 {
             return Err(CacheError::InvalidOptions("the ttl must be at least 1 ms"));
         }
-        if options.call_timeout().is_zero() {
+        if options.timeout().is_zero() {
             return Err(CacheError::InvalidOptions(
                 "a zero timeout would make every lookup a miss",
             ));
@@ -263,13 +263,13 @@ impl<S> Cached<S> {
     /// Returns the Redis key this cache uses for `key` as processed by
     /// `process_once` (`{prefix}k:…`), for operators and tests.
     pub fn processed_key(&self, key: &DedupeKey) -> String {
-        key::redis_key(self.options.key_prefix(), PROCESSED, key)
+        key::redis_key(self.options.prefix(), PROCESSED, key)
     }
 
     /// Returns the Redis key this cache uses for `key` as stored by the inbox's
     /// `receive` (`{prefix}i:…`).
     pub fn inbox_key(&self, key: &DedupeKey) -> String {
-        key::redis_key(self.options.key_prefix(), INBOX, key)
+        key::redis_key(self.options.prefix(), INBOX, key)
     }
 
     /// Returns what the cache has done since it was built.
@@ -289,11 +289,8 @@ impl<S> Cached<S> {
         let mut conn = self.redis.clone();
         let mut cmd = redis::cmd("EXISTS");
         cmd.arg(redis_key);
-        let answer = tokio::time::timeout(
-            self.options.call_timeout(),
-            cmd.query_async::<u64>(&mut conn),
-        )
-        .await;
+        let answer =
+            tokio::time::timeout(self.options.timeout(), cmd.query_async::<u64>(&mut conn)).await;
         let state = &self.state;
         let (cached, result) = match answer {
             Ok(Ok(found)) => {
@@ -335,7 +332,7 @@ impl<S> Cached<S> {
             return;
         };
         let mut conn = self.redis.clone();
-        let timeout = self.options.call_timeout();
+        let timeout = self.options.timeout();
         let ttl_millis = self.ttl_millis;
         self.state.pending_writes.fetch_add(1, Ordering::Relaxed);
         let pending = PendingWrite(Arc::clone(&self.state));
@@ -366,9 +363,7 @@ impl<S> Cached<S> {
     /// than `keep - ttl` ahead of the wall clock.
     fn purge_outruns_ttl(&self, now: OffsetDateTime) -> bool {
         let ahead = now - OffsetDateTime::now_utc();
-        let margin = self
-            .shortest_keep
-            .saturating_sub(self.options.ttl_duration());
+        let margin = self.shortest_keep.saturating_sub(self.options.ttl());
         ahead.is_positive() && ahead.unsigned_abs() > margin
     }
 
@@ -382,7 +377,7 @@ impl<S> Cached<S> {
         {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let pattern = key::prefix_pattern(self.options.key_prefix());
+        let pattern = key::prefix_pattern(self.options.prefix());
         let mut conn = self.redis.clone();
         let mut cursor: u64 = 0;
         loop {

@@ -97,9 +97,9 @@
 //! # drop(conn);
 //! let redis = hookbox_redis_cache::connect("redis://127.0.0.1:6379/")?;
 //! let options = CacheOptions::default()
-//!     .ttl(Duration::from_secs(24 * 3600))
-//!     .timeout(Duration::from_millis(5));
-//! # let options = options.ttl(Duration::from_secs(60)).prefix(format!("hookbox-doc-{unique}:"));
+//!     .with_ttl(Duration::from_secs(24 * 3600))
+//!     .with_timeout(Duration::from_millis(5));
+//! # let options = options.with_ttl(Duration::from_secs(60)).with_prefix(format!("hookbox-doc-{unique}:"));
 //! // the TTL ceiling is the store's own retention (`db.retention()`)
 //! let store = Cached::new(db, redis, options)?;
 //!

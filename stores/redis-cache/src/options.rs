@@ -9,11 +9,11 @@ use std::time::Duration;
 /// use hookbox_redis_cache::CacheOptions;
 /// use std::time::Duration;
 /// let options = CacheOptions::default()
-///     .ttl(Duration::from_secs(3600))
-///     .timeout(Duration::from_millis(2))
-///     .prefix("billing:");
-/// assert_eq!(options.ttl_duration(), Duration::from_secs(3600));
-/// assert_eq!(options.key_prefix(), "billing:");
+///     .with_ttl(Duration::from_secs(3600))
+///     .with_timeout(Duration::from_millis(2))
+///     .with_prefix("billing:");
+/// assert_eq!(options.ttl(), Duration::from_secs(3600));
+/// assert_eq!(options.prefix(), "billing:");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheOptions {
@@ -46,37 +46,37 @@ impl Default for CacheOptions {
 impl CacheOptions {
     /// Sets how long a cached key lives in Redis (default 24 h). It must not be
     /// longer than the store's shortest retention.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
     }
 
     /// Sets the client-side bound on each Redis call (default 5 ms): a lookup that
     /// has not answered by then is treated as a miss and the database decides.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Sets the prefix of every key this cache writes (default `"hookbox:"`), so that
     /// several receivers can share one Redis.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
 
     /// Returns the TTL of a cached key.
-    pub fn ttl_duration(&self) -> Duration {
+    pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
     /// Returns the bound on each Redis call.
-    pub fn call_timeout(&self) -> Duration {
+    pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// Returns the key prefix.
-    pub fn key_prefix(&self) -> &str {
+    pub fn prefix(&self) -> &str {
         &self.prefix
     }
 }

@@ -25,7 +25,7 @@ fn delivery(id: &str) -> VerifiedDelivery {
 /// A generous timeout: these tests are about what a hit or a miss means, and a busy
 /// machine must not turn a hit into a (correct, but here unwanted) fall-through.
 fn patient() -> CacheOptions {
-    CacheOptions::default().timeout(Duration::from_secs(2))
+    CacheOptions::default().with_timeout(Duration::from_secs(2))
 }
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -104,7 +104,7 @@ async fn a_miss_goes_to_the_database_and_is_cached_with_the_ttl() {
     let ttl = Duration::from_secs(120);
     let f = Fixture::new(
         redis.clone(),
-        patient().ttl(ttl),
+        patient().with_ttl(ttl),
         RetentionPolicy::default(),
     )
     .await;
@@ -198,7 +198,7 @@ async fn an_expired_key_falls_through_and_is_still_a_duplicate() {
         return;
     };
     // a 1 s TTL is allowed: the store keeps keys 30 days
-    let options = patient().ttl(Duration::from_secs(1));
+    let options = patient().with_ttl(Duration::from_secs(1));
     let f = Fixture::new(redis.clone(), options, RetentionPolicy::default()).await;
     let k = key("evt_expires");
     let cached = f.store.processed_key(&k);
@@ -255,7 +255,7 @@ async fn a_ttl_longer_than_the_retention_is_refused() {
     let retention = RetentionPolicy::default()
         .keep("shopify", Retention::from_hours(4), shopify_4h)
         .unwrap();
-    let sqlite = hookbox_sqlite::SqliteOptions::default().retention(retention.clone());
+    let sqlite = hookbox_sqlite::SqliteOptions::default().with_retention(retention.clone());
     let inner = common::open_sqlite(&dir.db(), sqlite.clone()).await;
     let redis = hookbox_redis_cache::connect(DEAD_REDIS).unwrap();
 
@@ -270,7 +270,7 @@ async fn a_ttl_longer_than_the_retention_is_refused() {
     }
 
     let inner = common::open_sqlite(&dir.db(), sqlite).await;
-    let equal = CacheOptions::default().ttl(shopify_4h);
+    let equal = CacheOptions::default().with_ttl(shopify_4h);
     let cached =
         Cached::new(inner, redis.clone(), equal).expect("a ttl equal to the retention is allowed");
     assert_eq!(
@@ -279,7 +279,7 @@ async fn a_ttl_longer_than_the_retention_is_refused() {
         "the store's retention, forwarded"
     );
     let inner = cached.into_inner();
-    let zero = CacheOptions::default().ttl(Duration::ZERO);
+    let zero = CacheOptions::default().with_ttl(Duration::ZERO);
     assert!(matches!(
         Cached::new(inner, redis.clone(), zero),
         Err(CacheError::InvalidOptions(_))

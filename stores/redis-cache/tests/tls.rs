@@ -35,7 +35,7 @@ fn check(output: std::io::Result<Output>, what: &str) {
 
 /// Generous: these tests are about what TLS lets through, not about speed.
 fn patient() -> CacheOptions {
-    CacheOptions::default().timeout(Duration::from_secs(2))
+    CacheOptions::default().with_timeout(Duration::from_secs(2))
 }
 
 fn key(id: &str) -> DedupeKey {
@@ -288,7 +288,7 @@ async fn tls_rediss_refused_certificates_fall_through_to_the_database() {
     ];
     // a refused connection costs the manager's retries (about 0.6 s a call), so
     // the cache calls are bounded tighter here than in the other tests
-    let options = CacheOptions::default().timeout(Duration::from_millis(250));
+    let options = CacheOptions::default().with_timeout(Duration::from_millis(250));
     for (what, redis, reason) in cases {
         let redis = redis.unwrap_or_else(|err| panic!("{what}: {err}"));
         let mut conn = redis.clone();
@@ -335,7 +335,7 @@ async fn tls_plain_text_against_a_tls_port_falls_through() {
         return;
     };
     let redis = connect(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
-    let options = CacheOptions::default().timeout(Duration::from_millis(250));
+    let options = CacheOptions::default().with_timeout(Duration::from_millis(250));
     let f = Fixture::new(redis, options, RetentionPolicy::default()).await;
     let k = key("evt_tls_plain");
     assert_eq!(f.credit_once(&k, "acct", 1).await, Processed::Applied(()));

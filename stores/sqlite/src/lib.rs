@@ -142,17 +142,17 @@
 //! ## How it is built
 //! - **Locks.** Every write transaction starts with `BEGIN IMMEDIATE`, taking
 //!   SQLite's single write lock up front; a second writer waits up to the busy
-//!   timeout ([`SqliteOptions::busy_timeout`], default 5 s) and then fails with the
+//!   timeout ([`SqliteOptions::with_busy_timeout`], default 5 s) and then fails with the
 //!   transient [`SqliteError::Busy`]. Deferred transactions that read first and then
 //!   write could instead fail to upgrade. SQLite's busy handler sleeps 1, 2, 5 …
 //!   100 ms between tries and so favours newcomers: one store's `process_once`
 //!   calls take their turn in arrival order before `BEGIN` (a fair async mutex), and
 //!   a receive's own insert waits for the lock in sub-millisecond steps.
-//! - **Pool.** A small pool ([`SqliteOptions::max_connections`], default 4). A
+//! - **Pool.** A small pool ([`SqliteOptions::with_max_connections`], default 4). A
 //!   connection whose transaction was left open (a cancelled future) is closed,
 //!   never handed out again, so its lock is released at once.
 //! - **Worker.** SQLite has no `SKIP LOCKED`; an inbox row is leased instead (a token
-//!   and an expiry, [`SqliteOptions::lease`], default 30 s) in a short transaction,
+//!   and an expiry, [`SqliteOptions::with_lease`], default 30 s) in a short transaction,
 //!   and the handler runs in a second one that commits `processed_at` only while the
 //!   lease is still its own. The attempt is counted when the lease is taken, so a
 //!   poison event that crashes the whole process still reaches the dead-letter
@@ -167,7 +167,7 @@
 //!   through two threads with a connection each: a lookup that answers stored keys
 //!   from a read, and a writer that commits whatever queued while it was busy in
 //!   one transaction and answers each caller after the `COMMIT`
-//!   ([`SqliteOptions::commit_mode`]).
+//!   ([`SqliteOptions::with_commit_mode`]).
 //! - **Outbox.** [`stage`](hookbox_core::OutboxStore::stage) is one
 //!   `INSERT … ON CONFLICT (message_id) DO NOTHING` on the handler's connection, so
 //!   the message commits with the claim or not at all, and a handler that runs again

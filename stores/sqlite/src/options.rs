@@ -46,11 +46,11 @@ impl Synchronous {
 /// use hookbox_sqlite::{SqliteOptions, Synchronous};
 ///
 /// let options = SqliteOptions::default()
-///     .max_connections(8)
-///     .busy_timeout(Duration::from_secs(10))
-///     .lease(Duration::from_secs(60))
-///     .synchronous(Synchronous::Full);
-/// assert_eq!(options.lease_duration(), Duration::from_secs(60));
+///     .with_max_connections(8)
+///     .with_busy_timeout(Duration::from_secs(10))
+///     .with_lease(Duration::from_secs(60))
+///     .with_synchronous(Synchronous::Full);
+/// assert_eq!(options.lease(), Duration::from_secs(60));
 /// ```
 #[derive(Debug, Clone)]
 pub struct SqliteOptions {
@@ -81,14 +81,14 @@ impl SqliteOptions {
     /// Sets how long dedupe keys and processed inbox rows are kept (default: 30 days
     /// for every provider). A rule shorter than a provider's minimum is refused when
     /// the policy is built ([`RetentionPolicy::keep`]).
-    pub fn retention(mut self, policy: RetentionPolicy) -> Self {
+    pub fn with_retention(mut self, policy: RetentionPolicy) -> Self {
         self.retention = policy;
         self
     }
 
     /// Sets how failed inbox rows are retried and when they become dead letters
     /// (default: 5 attempts, backoff from 1 s to 1 h with full jitter).
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
     }
@@ -97,7 +97,7 @@ impl SqliteOptions {
     /// (default 30 s). A worker that dies mid-row leaves it for this long; a handler
     /// that runs longer than this may see its row taken by another worker, and then
     /// its work is rolled back rather than committed twice.
-    pub fn lease(mut self, lease: Duration) -> Self {
+    pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
@@ -105,20 +105,20 @@ impl SqliteOptions {
     /// Sets the number of pooled connections (default 4, at least 1). SQLite runs
     /// one writer at a time; more connections let readers and the next writer's
     /// setup overlap with a commit.
-    pub fn max_connections(mut self, connections: usize) -> Self {
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self
     }
 
     /// Sets how long a statement waits for another connection's write lock before
     /// it fails with [`SqliteError::Busy`](crate::SqliteError::Busy) (default 5 s).
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
     }
 
     /// Sets the durability of a commit (default [`Synchronous::Full`]).
-    pub fn synchronous(mut self, level: Synchronous) -> Self {
+    pub fn with_synchronous(mut self, level: Synchronous) -> Self {
         self.synchronous = level;
         self
     }
@@ -128,7 +128,7 @@ impl SqliteOptions {
     /// waiting and commits them together, and a delivery whose key is already stored
     /// is answered from a read connection without queueing for the write lock.
     /// [`CommitMode::PerRequest`] commits each delivery on its own.
-    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+    pub fn with_commit_mode(mut self, mode: CommitMode) -> Self {
         self.commit = mode;
         self
     }
@@ -141,22 +141,37 @@ impl SqliteOptions {
     }
 
     /// Returns how `Inbox::receive` commits.
-    pub fn get_commit_mode(&self) -> CommitMode {
+    pub fn commit_mode(&self) -> CommitMode {
         self.commit
     }
 
     /// Returns the retention policy.
-    pub fn retention_policy(&self) -> &RetentionPolicy {
+    pub fn retention(&self) -> &RetentionPolicy {
         &self.retention
     }
 
     /// Returns the retry policy.
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub fn retry(&self) -> RetryPolicy {
         self.retry
     }
 
     /// Returns the lease duration.
-    pub fn lease_duration(&self) -> Duration {
+    pub fn lease(&self) -> Duration {
         self.lease
+    }
+
+    /// Returns the number of pooled connections.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Returns how long a statement waits for the write lock.
+    pub fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    /// Returns the durability of a commit.
+    pub fn synchronous(&self) -> Synchronous {
+        self.synchronous
     }
 }

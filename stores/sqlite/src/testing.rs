@@ -167,10 +167,10 @@ impl SqliteHarness {
     /// wrap a [`SqliteStore`].
     pub fn options(config: SuiteConfig) -> SqliteOptions {
         SqliteOptions::default()
-            .retention(config.retention)
-            .retry(config.retry)
-            .lease(config.lease)
-            .busy_timeout(config.lock_timeout)
+            .with_retention(config.retention)
+            .with_retry(config.retry)
+            .with_lease(config.lease)
+            .with_busy_timeout(config.lock_timeout)
     }
 }
 

@@ -152,7 +152,7 @@ fn the_version_guards_apply_only_newer_and_report_ties() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn process_once_blocking_applies_racing_copies_once() {
     let dir = TempDir::new();
-    let store = open(&dir.db(), SqliteOptions::default().max_connections(4)).await;
+    let store = open(&dir.db(), SqliteOptions::default().with_max_connections(4)).await;
     let (events, copies) = (200u32, 4u32);
     let mut tasks = Vec::new();
     for copy in 0..copies {

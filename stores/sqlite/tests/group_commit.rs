@@ -41,8 +41,8 @@ impl Drop for WriteLock {
 async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .busy_timeout(Duration::from_secs(5))
-        .commit_mode(CommitMode::Grouped(GroupCommit {
+        .with_busy_timeout(Duration::from_secs(5))
+        .with_commit_mode(CommitMode::Grouped(GroupCommit {
             max_batch: 4,
             queue_depth: 2,
             queue_timeout: Duration::from_millis(200),
@@ -102,7 +102,7 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_batch_that_cannot_begin_answers_every_caller_with_an_error_and_stores_nothing() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(200));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(200));
     let store = Arc::new(open(&dir.db(), options).await);
     let lock = WriteLock::take(&dir.db());
     let tasks: Vec<_> = (0..8)
@@ -133,7 +133,7 @@ async fn a_batch_that_cannot_begin_answers_every_caller_with_an_error_and_stores
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_duplicate_alone_is_answered_while_another_connection_holds_the_write_lock() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().busy_timeout(Duration::from_secs(30));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_secs(30));
     let store = open(&dir.db(), options).await;
     let copy = delivery("evt_alone", "{}");
     assert_eq!(store.receive(&copy).await.unwrap(), Received::Stored);
@@ -150,7 +150,7 @@ async fn a_duplicate_alone_is_answered_while_another_connection_holds_the_write_
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn per_request_commit_stays_available() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().commit_mode(CommitMode::PerRequest);
+    let options = SqliteOptions::default().with_commit_mode(CommitMode::PerRequest);
     let store = open(&dir.db(), options).await;
     let copy = delivery("evt_per_request", "{}");
     assert_eq!(store.receive(&copy).await.unwrap(), Received::Stored);
@@ -239,8 +239,8 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
 async fn a_lone_receive_hands_its_connection_back_with_the_busy_timeout() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .max_connections(1)
-        .busy_timeout(Duration::from_secs(5));
+        .with_max_connections(1)
+        .with_busy_timeout(Duration::from_secs(5));
     let store = Arc::new(open(&dir.db(), options).await);
 
     // alone in flight, behind a lock held elsewhere: the receive's own insert
@@ -285,8 +285,8 @@ async fn assert_waits_for_the_lock_with_the_busy_timeout(
 async fn process_once_waits_for_the_lock_and_runs_its_side_effect_once() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .max_connections(1)
-        .busy_timeout(Duration::from_secs(5));
+        .with_max_connections(1)
+        .with_busy_timeout(Duration::from_secs(5));
     let store = Arc::new(open(&dir.db(), options).await);
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
 
@@ -328,8 +328,8 @@ async fn process_once_waits_for_the_lock_and_runs_its_side_effect_once() {
 async fn process_once_callers_take_the_lock_in_arrival_order() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .max_connections(8)
-        .busy_timeout(Duration::from_secs(5));
+        .with_max_connections(8)
+        .with_busy_timeout(Duration::from_secs(5));
     let store = Arc::new(open(&dir.db(), options).await);
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
 
@@ -362,7 +362,7 @@ async fn process_once_callers_take_the_lock_in_arrival_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn process_once_inside_a_side_effect_fails_instead_of_hanging() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(100));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(100));
     let store = Arc::new(open(&dir.db(), options).await);
     let outer = hookbox_core::DedupeKey::new("group", "standard", "evt_outer");
     let inner = hookbox_core::DedupeKey::new("group", "standard", "evt_inner");

@@ -161,14 +161,14 @@ async fn crash_workload(store: SqliteStore, events: usize, forever: bool) {
 
 fn crash_options() -> SqliteOptions {
     SqliteOptions::default()
-        .lease(Duration::from_millis(200))
+        .with_lease(Duration::from_millis(200))
         // every kill may count an attempt on the rows in flight: keep them alive
-        .retry(RetryPolicy {
+        .with_retry(RetryPolicy {
             max_attempts: 1000,
             base: Duration::ZERO,
             cap: Duration::ZERO,
         })
-        .busy_timeout(Duration::from_secs(30))
+        .with_busy_timeout(Duration::from_secs(30))
 }
 
 /// Creates the database with its ledger and `events` inbox rows.
@@ -273,7 +273,7 @@ fn child_process_entry() {
     let start_ms: u64 = std::env::var(CHILD_START).unwrap().parse().unwrap();
     runtime().block_on(async {
         let options = if mode == "race" {
-            SqliteOptions::default().busy_timeout(Duration::from_secs(30))
+            SqliteOptions::default().with_busy_timeout(Duration::from_secs(30))
         } else {
             crash_options()
         };

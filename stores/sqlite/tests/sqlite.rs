@@ -41,7 +41,7 @@ async fn credit_handler(conn: &mut Conn, delivery: &Delivery) -> Result<(), Hand
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_connection_runs_the_pragmas() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(1234));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(1234));
     let store = open(&dir.db(), options).await;
     let mut conn = store.connection().await.unwrap();
     assert_eq!(pragma(&mut conn, "journal_mode").await, "wal");
@@ -52,7 +52,7 @@ async fn every_connection_runs_the_pragmas() {
 
     let normal = SqliteStore::open(
         dir.db(),
-        SqliteOptions::default().synchronous(Synchronous::Normal),
+        SqliteOptions::default().with_synchronous(Synchronous::Normal),
     )
     .await
     .unwrap();
@@ -239,8 +239,8 @@ async fn concurrent_first_migrations_apply_the_schema_once() {
 async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .busy_timeout(Duration::from_millis(200))
-        .max_connections(2);
+        .with_busy_timeout(Duration::from_millis(200))
+        .with_max_connections(2);
     let store = open(&dir.db(), options).await;
     let key = DedupeKey::new("test", "standard", "evt_cancelled");
     // another connection checked out meanwhile, so that the pool holds a healthy
@@ -281,7 +281,7 @@ async fn a_cancelled_transaction_releases_the_write_lock_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lock_held_too_long_is_a_transient_busy_error() {
     let dir = TempDir::new();
-    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(100));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(100));
     let store = open(&dir.db(), options).await;
     let mut holder = store.connection().await.unwrap();
     diesel::sql_query("BEGIN IMMEDIATE")
@@ -312,7 +312,7 @@ async fn a_lock_held_too_long_is_a_transient_busy_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn copies_racing_over_several_connections_apply_once() {
     let dir = TempDir::new();
-    let store = open(&dir.db(), SqliteOptions::default().max_connections(4)).await;
+    let store = open(&dir.db(), SqliteOptions::default().with_max_connections(4)).await;
     let (events, copies) = (200, 4);
     let mut tasks = Vec::new();
     for copy in 0..copies {
@@ -418,8 +418,8 @@ async fn inbox_copies_and_workers_over_several_connections() {
 async fn a_row_that_keeps_killing_its_worker_is_dead_lettered() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .lease(Duration::from_millis(50))
-        .retry(RetryPolicy {
+        .with_lease(Duration::from_millis(50))
+        .with_retry(RetryPolicy {
             max_attempts: 3,
             base: Duration::ZERO,
             cap: Duration::ZERO,
@@ -529,8 +529,8 @@ async fn two_stores_on_one_file_share_keys() {
 async fn the_worker_settings_never_reach_the_pool() {
     let dir = TempDir::new();
     let options = SqliteOptions::default()
-        .max_connections(2)
-        .busy_timeout(Duration::from_millis(1234));
+        .with_max_connections(2)
+        .with_busy_timeout(Duration::from_millis(1234));
     let store = open(&dir.db(), options).await;
     store.receive(&delivery("evt_cut", "hang")).await.unwrap();
     store.receive(&delivery("evt_done", "{}")).await.unwrap();

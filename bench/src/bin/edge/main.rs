@@ -254,11 +254,11 @@ async fn pg_setup(url: &str, settings: &[&str]) -> Result<(PgSchema, PgStore, St
     let (schema, mut facts, _) = PgSchema::create(url, "hb_bench_http_", settings).await?;
     let mut options = PgOptions::new();
     if let Ok(writers) = std::env::var("HOOKBOX_BENCH_PG_WRITERS") {
-        options = options.group_commit_writers(writers.parse()?);
+        options = options.with_group_commit_writers(writers.parse()?);
     }
     let store = schema.store(options).await?;
-    let pool = store.options().get_max_connections();
-    let writers = store.options().get_group_commit_writers();
+    let pool = store.options().max_connections();
+    let writers = store.options().group_commit_writers();
     facts.push(format!(
         "pool {pool} (the store's default), {writers} group-commit writers"
     ));
@@ -286,7 +286,7 @@ fn sqlite_store(ctx: &Ctx, path: &Path, options: SqliteOptions) -> Result<Sqlite
 /// every row on a store with the defaults (group commit, `synchronous = FULL`).
 fn sqlite_section(ctx: &Ctx, dir: &Path) -> Result<(), BoxErr> {
     let group = sqlite_store(ctx, &dir.join("group.db"), SqliteOptions::default())?;
-    let per_request = SqliteOptions::default().commit_mode(CommitMode::PerRequest);
+    let per_request = SqliteOptions::default().with_commit_mode(CommitMode::PerRequest);
     let per_request = sqlite_store(ctx, &dir.join("per-request.db"), per_request)?;
     ctx.commit_section(
         ("sqlite group", "sqlite per-request"),
@@ -421,7 +421,7 @@ fn main() -> Result<(), BoxErr> {
                         pg.as_ref()
                             .map(|(schema, _)| schema)
                             .ok_or("no schema")?
-                            .store(PgOptions::new().commit_mode(CommitMode::PerRequest)),
+                            .store(PgOptions::new().with_commit_mode(CommitMode::PerRequest)),
                     )?;
                     ctx.commit_section(
                         ("postgres group", "postgres per-request"),

@@ -63,8 +63,8 @@ impl Ctx {
         // a per-run prefix and a short TTL: the keys are deleted at the end, and
         // expire on their own if the run is killed
         let options = CacheOptions::default()
-            .prefix(redis.prefix.clone())
-            .ttl(Duration::from_secs(600));
+            .with_prefix(redis.prefix.clone())
+            .with_ttl(Duration::from_secs(600));
         // the TTL ceiling is the store's own retention
         let cached = Arc::new(Cached::new(store, redis.manager.clone(), options)?);
         // the edge takes its store by value: an `Arc` of the cache is one, and the
@@ -235,7 +235,7 @@ impl Ctx {
             after.hits - before.hits,
             after.misses - before.misses,
             after.lookup_failures - before.lookup_failures,
-            cached.options().call_timeout().as_millis(),
+            cached.options().timeout().as_millis(),
             after.writes - before.writes,
             after.write_failures - before.write_failures,
         );

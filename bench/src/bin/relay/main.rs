@@ -137,7 +137,7 @@ async fn main() -> Result<(), BoxErr> {
                             }
                         };
                     let store = schema
-                        .store(hookbox_diesel_pg::PgOptions::new().max_connections(4))
+                        .store(hookbox_diesel_pg::PgOptions::new().with_max_connections(4))
                         .await?;
                     let result =
                         measure(&store, "postgres", kind, url, &http, messages, policy).await;

@@ -200,9 +200,9 @@ fn raw_sqlite_pool(
 fn raw_pg_pool(url: &str, options: &PgOptions) -> Result<Pool<AsyncPgConnection>, BoxErr> {
     let mut setup = format!(
         "SET lock_timeout = '{}ms'",
-        options.get_lock_timeout().as_millis()
+        options.lock_timeout().as_millis()
     );
-    if let Some(schema) = options.get_schema() {
+    if let Some(schema) = options.schema() {
         setup.push_str(&format!("; SET search_path TO \"{schema}\""));
     }
     let setup: Arc<str> = setup.into();
@@ -221,9 +221,9 @@ fn raw_pg_pool(url: &str, options: &PgOptions) -> Result<Pool<AsyncPgConnection>
         })
     });
     let manager = AsyncDieselConnectionManager::new_with_config(url, config);
-    let timeout = Some(options.get_pool_timeout());
+    let timeout = Some(options.pool_timeout());
     Ok(Pool::builder(manager)
-        .max_size(options.get_max_connections())
+        .max_size(options.max_connections())
         .runtime(Runtime::Tokio1)
         .wait_timeout(timeout)
         .create_timeout(timeout)
@@ -405,8 +405,8 @@ pub(crate) async fn sqlite_target(
 ) -> Result<Arc<Target>, BoxErr> {
     let size = 4; // SqliteOptions' default max_connections
     let options = SqliteOptions::default()
-        .synchronous(level)
-        .max_connections(size);
+        .with_synchronous(level)
+        .with_max_connections(size);
     let store = SqliteStore::open(path, options.clone()).await?;
     store.migrate().await?;
     let mut conn = store.connection().await?;
@@ -448,7 +448,7 @@ impl PgEnv {
     pub(crate) async fn target(&self, pool: usize) -> Result<Arc<Target>, BoxErr> {
         let store = self
             .schema
-            .store(PgOptions::new().max_connections(pool))
+            .store(PgOptions::new().with_max_connections(pool))
             .await?;
         let raw = raw_pg_pool(&self.schema.url, store.options())?;
         Ok(Arc::new(Target {

@@ -27,7 +27,7 @@ pub const SECRET: &str = "it's a secret to the tests";
 /// The store options the tests use: failed rows are due again at once, and three
 /// failures make a dead letter.
 pub fn options() -> SqliteOptions {
-    SqliteOptions::default().retry(RetryPolicy {
+    SqliteOptions::default().with_retry(RetryPolicy {
         max_attempts: 3,
         base: Duration::ZERO,
         cap: Duration::ZERO,

@@ -296,7 +296,7 @@ mod tests {
         }
         let err = Connector::new(
             "postgres://a@localhost/a?sslmode=verify-full",
-            &PgOptions::new().tls_root_certificates_pem("not a certificate"),
+            &PgOptions::new().with_tls_root_certificates_pem("not a certificate"),
         )
         .unwrap_err();
         assert!(err.to_string().contains("holds no certificate"), "{err}");

@@ -86,7 +86,7 @@ fn certificate_reason(err: &CertificateError, host: &str) -> String {
                 .join(", ")
         ),
         CertificateError::UnknownIssuer => "certificate not signed by a trusted root \
-             (give the server's CA with sslrootcert=<file> or PgOptions::tls_root_certificates_pem)"
+             (give the server's CA with sslrootcert=<file> or PgOptions::with_tls_root_certificates_pem)"
             .to_string(),
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
             "certificate expired".to_string()

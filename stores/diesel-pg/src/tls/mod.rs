@@ -9,7 +9,7 @@
 //! connection, and the same choice as the outbox's HTTP sink (reqwest's
 //! `rustls-tls`). Managed databases that sign with a private CA (RDS, Cloud SQL,
 //! Azure) need their CA given anyway, with `sslrootcert` or
-//! [`PgOptions::tls_root_certificates_pem`](crate::PgOptions::tls_root_certificates_pem).
+//! [`PgOptions::with_tls_root_certificates_pem`](crate::PgOptions::with_tls_root_certificates_pem).
 //!
 //! By concern, each file importing only files listed before it, never this one:
 //!

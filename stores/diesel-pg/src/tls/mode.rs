@@ -21,7 +21,7 @@ use std::fmt;
 /// | `verify-full` | always | signed by a trusted root and valid for the host name connected to |
 ///
 /// The trusted roots are `sslrootcert`'s file, else
-/// [`PgOptions::tls_root_certificates_pem`](crate::PgOptions::tls_root_certificates_pem),
+/// [`PgOptions::with_tls_root_certificates_pem`](crate::PgOptions::with_tls_root_certificates_pem),
 /// else the compiled-in Mozilla set (`webpki-roots`). libpq's `allow` is not
 /// supported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -1,5 +1,5 @@
 //! Certificate verification and channel binding: the trusted roots (`sslrootcert`,
-//! [`PgOptions::tls_root_certificates_pem`] or the compiled-in Mozilla set), the
+//! [`PgOptions::with_tls_root_certificates_pem`] or the compiled-in Mozilla set), the
 //! verifier of `prefer`, `require` and `verify-ca` ([`NoHostNameCheck`]), and the `tls-server-end-point` hash of the server certificate
 //! for SCRAM-SHA-256-PLUS.
 
@@ -38,8 +38,8 @@ pub(super) fn given_roots(
             root_store(&pem, &format!("sslrootcert={path}")).map(Some)
         }
         None => options
-            .get_tls_root_certificates_pem()
-            .map(|pem| root_store(pem, "PgOptions::tls_root_certificates_pem"))
+            .tls_root_certificates_pem()
+            .map(|pem| root_store(pem, "PgOptions::with_tls_root_certificates_pem"))
             .transpose(),
     }
 }

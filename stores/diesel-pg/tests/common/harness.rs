@@ -53,10 +53,10 @@ impl Harness for PgHarness {
             let url = std::env::var(URL_VAR).expect("checked by `available`");
             let schema = TestSchema::new(&url).await;
             let options = PgOptions::new()
-                .max_connections(8)
-                .retention(config.retention)
-                .retry(config.retry)
-                .lock_timeout(config.lock_timeout);
+                .with_max_connections(8)
+                .with_retention(config.retention)
+                .with_retry(config.retry)
+                .with_lock_timeout(config.lock_timeout);
             let store = store(&url, &schema.name, options).await;
             Self {
                 store,

@@ -64,7 +64,9 @@ pub fn drop_schema(url: &str, schema: &str) {
 
 /// A store over `schema`, migrated.
 pub async fn store(url: &str, schema: &str, options: PgOptions) -> PgStore {
-    let store = PgStore::connect(url, options.schema(schema)).await.unwrap();
+    let store = PgStore::connect(url, options.with_schema(schema))
+        .await
+        .unwrap();
     store.migrate().await.unwrap();
     store
 }

@@ -138,7 +138,7 @@ impl Fixture {
         Self::with_sqlite(
             redis,
             options,
-            SqliteOptions::default().retention(retention),
+            SqliteOptions::default().with_retention(retention),
         )
         .await
     }
@@ -152,7 +152,7 @@ impl Fixture {
         let dir = TempDir::new();
         let inner = open_sqlite(&dir.db(), sqlite).await;
         // the TTL ceiling is the store's own retention
-        let store = Cached::new(inner, redis, options.prefix(unique_prefix()))
+        let store = Cached::new(inner, redis, options.with_prefix(unique_prefix()))
             .expect("valid cache options");
         Self { store, dir }
     }
@@ -234,7 +234,7 @@ impl<R: RedisChoice> Harness for CachedHarness<R> {
                 .fold(hookbox_core::DEFAULT_KEEP, Duration::min);
             let ttl = keep.min(Duration::from_secs(600));
             let sqlite = SqliteHarness::options(config);
-            let options = CacheOptions::default().ttl(ttl);
+            let options = CacheOptions::default().with_ttl(ttl);
             let fixture = Fixture::with_sqlite(R::redis().await, options, sqlite).await;
             Self {
                 fixture,
