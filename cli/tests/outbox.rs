@@ -5,8 +5,9 @@
 use std::process::Command;
 use std::time::Duration;
 
+use hookbox_core::spi::Settlement;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DedupeKey, IdempotencyStore, Message, MessageId, OutboxStore, Settlement};
+use hookbox_core::{DedupeKey, IdempotencyStore, Message, MessageId, OutboxStore};
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
 };

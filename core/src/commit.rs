@@ -82,7 +82,7 @@ impl GroupCommitStats {
 ///
 /// # Examples
 /// ```
-/// use hookbox_core::ReceivesInFlight;
+/// use hookbox_core::spi::ReceivesInFlight;
 ///
 /// let in_flight = ReceivesInFlight::default();
 /// let first = in_flight.enter();

@@ -136,7 +136,8 @@ impl KeptHeaders {
     ///
     /// # Examples
     /// ```
-    /// use hookbox_core::{KeptHeaders, LegacyText};
+    /// use hookbox_core::KeptHeaders;
+    /// use hookbox_core::spi::LegacyText;
     ///
     /// let headers =
     ///     KeptHeaders::from_json(r#"[["x-legacy",{"base64":"Y2Fm6Q=="}]]"#, LegacyText::Utf8)?;
@@ -144,7 +145,7 @@ impl KeptHeaders {
     /// // a row hookbox-sqlite wrote before: one character per byte
     /// let old = KeptHeaders::from_json(r#"[["x-legacy","café"]]"#, LegacyText::Latin1)?;
     /// assert_eq!(old, headers);
-    /// # Ok::<(), hookbox_core::HeadersJsonError>(())
+    /// # Ok::<(), hookbox_core::spi::HeadersJsonError>(())
     /// ```
     pub fn from_json(text: &str, legacy: LegacyText) -> Result<Self, HeadersJsonError> {
         let json: Value = serde_json::from_str(text).map_err(HeadersJsonError::Json)?;

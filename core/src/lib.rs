@@ -61,6 +61,7 @@ mod retention;
 mod retry;
 mod secret;
 mod signer;
+pub mod spi;
 mod store;
 pub mod support;
 #[cfg(feature = "testing")]
@@ -69,34 +70,28 @@ mod text;
 #[cfg(feature = "worker")]
 mod worker;
 
-pub use batch::{BatchLimits, RowFailure, RowOutcome, RowResult};
+pub use batch::BatchLimits;
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use commit::{CommitMode, GroupCommit, GroupCommitStats, InFlight, ReceivesInFlight};
+pub use commit::{CommitMode, GroupCommitStats};
 pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
 pub use error::VerifyError;
-#[cfg(feature = "worker")]
-pub use guard::{Abandoned, GuardedRun, run_guarded};
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
 pub use handshake::{HandshakeReply, Verified};
-pub use headers::{HeadersJsonError, LegacyText};
-pub use inbox::{
-    ErasedHandler, Inbox, InboxAdmin, InboxFilter, InboxStats, Received, StoredDelivery, Worked,
-};
+pub use inbox::{Inbox, InboxAdmin, InboxFilter, InboxStats, Received, StoredDelivery, Worked};
 pub use log_every::LogEvery;
 pub use outbox::{
-    Lease, Leased, Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage,
-    OutboxStats, OutboxStore, Settlement, Staged, StagedMessage,
+    Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
-pub use retention::{Cutoffs, DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
+pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use retry::RetryPolicy;
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
-    Advance, AnyStoreError, BoxFuture, Claim, ErasedSideEffect, IdempotencyStore, ProcessError,
-    ProcessResult, Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
+    Advance, AnyStoreError, BoxFuture, Claim, IdempotencyStore, ProcessError, ProcessResult,
+    Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
 };
 pub use text::DeliveryText;
 #[cfg(feature = "worker")]

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use futures_util::stream::{FuturesUnordered, StreamExt as _};
+use hookbox_core::spi::{Lease, Leased, Settlement};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{Lease, Leased, OutboxStore, RetryPolicy, Settlement, StoreError};
+use hookbox_core::{OutboxStore, RetryPolicy, StoreError};
 use tokio::time::Instant;
 
 use crate::{SinkError, Sinks};

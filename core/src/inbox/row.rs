@@ -64,7 +64,7 @@ impl StoredDelivery {
 }
 
 /// What one [`Inbox::work_one`](crate::Inbox::work_one) call did (a batch's rows are
-/// [`RowOutcome`](crate::RowOutcome)s).
+/// [`RowOutcome`](crate::spi::RowOutcome)s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Worked {
     /// No row was due.

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use super::fixtures::{credit_handler, delivery, find_by_key};
 use super::{Harness, SuiteConfig};
-use crate::{
-    Advance, BatchLimits, Delivery, HandlerError, Inbox, RowResult, VersionGuard, WorkerOptions,
-};
+use crate::spi::RowResult;
+use crate::{Advance, BatchLimits, Delivery, HandlerError, Inbox, VersionGuard, WorkerOptions};
 
 /// Bounds wide enough that a loaded test machine still runs the whole batch.
 fn whole_batch(rows: u32) -> BatchLimits {

@@ -10,9 +10,10 @@ use time::OffsetDateTime;
 
 use super::Harness;
 use super::fixtures::key;
+use crate::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
 use crate::{
-    DedupeKey, IdempotencyStore, Lease, Leased, Message, MessageId, OutboxFilter, OutboxStore,
-    ProcessError, Processed, Settlement, Staged, StagedMessage,
+    DedupeKey, IdempotencyStore, Message, MessageId, OutboxFilter, OutboxStore, ProcessError,
+    Processed,
 };
 
 const LEASE: Duration = Duration::from_secs(30);

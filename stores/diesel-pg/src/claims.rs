@@ -6,9 +6,10 @@ use diesel::prelude::*;
 use diesel::query_dsl::methods::FilterDsl as _;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use hookbox_core::spi::ErasedSideEffect;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DedupeKey, ErasedSideEffect, IdempotencyStore, ProcessError, Purged,
-    RetentionPolicy, Store, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, Purged, RetentionPolicy,
+    Store, TimestampAdvance, VersionGuard,
 };
 use time::OffsetDateTime;
 

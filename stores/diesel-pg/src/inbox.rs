@@ -5,9 +5,10 @@
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use hookbox_core::spi::{ErasedHandler, RowOutcome};
 use hookbox_core::{
-    BatchLimits, BoxFuture, ErasedHandler, Inbox, InboxFilter, InboxStats, Received, RowOutcome,
-    StoredDelivery, VerifiedDelivery,
+    BatchLimits, BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
+    VerifiedDelivery,
 };
 use time::OffsetDateTime;
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use hookbox_core::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
 use hookbox_core::{
-    BoxFuture, Lease, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
-    Settlement, Staged, StagedMessage, error_chain,
+    BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore, error_chain,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 

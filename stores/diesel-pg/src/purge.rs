@@ -5,7 +5,8 @@
 //! (the outbox alone, in `outbox`), which depend on this and not on each other.
 
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use hookbox_core::{Cutoffs, Purged, RetentionPolicy};
+use hookbox_core::spi::Cutoffs;
+use hookbox_core::{Purged, RetentionPolicy};
 use time::OffsetDateTime;
 
 use crate::error::PgError;

@@ -3,7 +3,8 @@
 
 use diesel::prelude::*;
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, StoredDelivery};
+use hookbox_core::spi::LegacyText;
+use hookbox_core::{DedupeKey, KeptHeaders, StoredDelivery};
 use time::OffsetDateTime;
 
 use crate::error::PgError;

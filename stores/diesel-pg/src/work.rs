@@ -18,10 +18,10 @@ use std::time::Instant;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection as _};
-use hookbox_core::{
-    Abandoned, BatchLimits, ErasedHandler, GuardedRun, RetryPolicy, RowFailure, RowOutcome,
-    RowResult, StoredDelivery, error_chain, run_guarded,
+use hookbox_core::spi::{
+    Abandoned, ErasedHandler, GuardedRun, RowFailure, RowOutcome, RowResult, run_guarded,
 };
+use hookbox_core::{BatchLimits, RetryPolicy, StoredDelivery, error_chain};
 use time::OffsetDateTime;
 
 use crate::error::PgError;

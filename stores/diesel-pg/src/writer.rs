@@ -43,7 +43,8 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{GroupCommit, GroupCommitStats, Received, ReceivesInFlight, StoreError as _};
+use hookbox_core::spi::{GroupCommit, ReceivesInFlight};
+use hookbox_core::{GroupCommitStats, Received, StoreError as _};
 use time::OffsetDateTime;
 use tokio::sync::{Mutex, mpsc, oneshot};
 

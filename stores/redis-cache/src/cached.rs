@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use hookbox_core::spi::{ErasedHandler, ErasedSideEffect, RowOutcome};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BatchLimits, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, ErasedHandler,
-    ErasedSideEffect, IdempotencyStore, Inbox, InboxFilter, InboxStats, ProcessError, Purged,
-    Received, RetentionPolicy, RowOutcome, Store, StoredDelivery, TimestampAdvance,
-    VerifiedDelivery, VersionGuard,
+    Advance, BatchLimits, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, Inbox,
+    InboxFilter, InboxStats, ProcessError, Purged, Received, RetentionPolicy, Store,
+    StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
 };
 use redis::aio::ConnectionManager;
 

@@ -6,11 +6,9 @@
 
 use std::time::Duration;
 
+use hookbox_core::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{
-    BoxFuture, Lease, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
-    Settlement, Staged, StagedMessage,
-};
+use hookbox_core::{BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore};
 
 use crate::Cached;
 

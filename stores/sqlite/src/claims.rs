@@ -4,10 +4,11 @@
 
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
+use hookbox_core::spi::ErasedSideEffect;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DedupeKey, ErasedSideEffect, IdempotencyStore, ProcessError, Purged,
-    RetentionPolicy, Store, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, Purged, RetentionPolicy,
+    Store, TimestampAdvance, VersionGuard,
 };
 
 use crate::blocking;

@@ -9,9 +9,10 @@ use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
+use hookbox_core::spi::{ErasedHandler, RowOutcome};
 use hookbox_core::{
-    BatchLimits, BoxFuture, ErasedHandler, Inbox, InboxFilter, InboxStats, Received, RowOutcome,
-    StoredDelivery, VerifiedDelivery,
+    BatchLimits, BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
+    VerifiedDelivery,
 };
 
 use crate::connect::Conn;

@@ -25,11 +25,9 @@ use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
+use hookbox_core::spi::{Leased, Settlement, Staged, StagedMessage};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{
-    BoxFuture, Leased, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
-    Settlement, Staged, StagedMessage,
-};
+use hookbox_core::{BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore};
 
 use crate::connect::Conn;
 use crate::error::SqliteError;
@@ -56,7 +54,7 @@ mod blocking_lease {
     use diesel::RunQueryDsl as _;
     use diesel::sql_types::{BigInt, Text};
     use diesel::sqlite::SqliteConnection;
-    use hookbox_core::{Lease, Leased};
+    use hookbox_core::spi::{Lease, Leased};
 
     use crate::error::SqliteError;
     use crate::rows::OutboxRow;
@@ -153,7 +151,7 @@ impl OwnedSettlement {
 /// token (a relay whose lease expired changes nothing); `now` in unix
 /// microseconds.
 fn settle_query(
-    lease: hookbox_core::Lease,
+    lease: hookbox_core::spi::Lease,
     settlement: Settlement<'_>,
     now: i64,
 ) -> diesel::query_builder::BoxedSqlQuery<'_, diesel::sqlite::Sqlite, diesel::query_builder::SqlQuery>
@@ -223,7 +221,7 @@ impl OutboxStore for SqliteStore {
 
     fn settle<'a>(
         &'a self,
-        lease: hookbox_core::Lease,
+        lease: hookbox_core::spi::Lease,
         settlement: Settlement<'a>,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<bool, SqliteError>> {
@@ -241,7 +239,7 @@ impl OutboxStore for SqliteStore {
 
     fn settle_many<'a>(
         &'a self,
-        settlements: &'a [(hookbox_core::Lease, Settlement<'a>)],
+        settlements: &'a [(hookbox_core::spi::Lease, Settlement<'a>)],
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Vec<bool>, SqliteError>> {
         Box::pin(async move {
@@ -251,7 +249,7 @@ impl OutboxStore for SqliteStore {
             let now = micros(now);
             // owned for the blocking pool: one `BEGIN IMMEDIATE` for the whole batch,
             // one trip, the write lock held for the statements only
-            let owned: Vec<(hookbox_core::Lease, OwnedSettlement)> = settlements
+            let owned: Vec<(hookbox_core::spi::Lease, OwnedSettlement)> = settlements
                 .iter()
                 .map(|(lease, settlement)| (*lease, OwnedSettlement::from(*settlement)))
                 .collect();

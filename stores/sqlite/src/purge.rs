@@ -10,8 +10,9 @@
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl as _;
+use hookbox_core::spi::Cutoffs;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{Cutoffs, Purged, RetentionPolicy};
+use hookbox_core::{Purged, RetentionPolicy};
 
 use crate::connect::Conn;
 use crate::error::SqliteError;

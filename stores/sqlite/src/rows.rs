@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use diesel::sql_types::{BigInt, Binary, Integer, Nullable, Text};
 use hookbox_core::bytes::Bytes;
+use hookbox_core::spi::LegacyText;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, MessageId, OutboxMessage, StoredDelivery};
+use hookbox_core::{DedupeKey, KeptHeaders, MessageId, OutboxMessage, StoredDelivery};
 
 use crate::error::SqliteError;
 

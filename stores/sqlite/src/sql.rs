@@ -363,7 +363,7 @@ macro_rules! stage_query {
     ($message:expr) => {{
         use crate::sql::hookbox_outbox::dsl as outbox;
         use diesel::ExpressionMethods as _;
-        let staged: &hookbox_core::StagedMessage = $message;
+        let staged: &hookbox_core::spi::StagedMessage = $message;
         diesel::insert_into(outbox::hookbox_outbox)
             .values((
                 outbox::message_id.eq(staged.id.as_str()),

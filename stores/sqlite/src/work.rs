@@ -37,11 +37,11 @@ use std::time::{Duration, Instant};
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::{AsyncConnection as _, RunQueryDsl as _, SimpleAsyncConnection as _};
-use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{
-    Abandoned, BatchLimits, ErasedHandler, GuardedRun, RetryPolicy, RowFailure, RowOutcome,
-    StoredDelivery, run_guarded,
+use hookbox_core::spi::{
+    Abandoned, ErasedHandler, GuardedRun, RowFailure, RowOutcome, run_guarded,
 };
+use hookbox_core::time::OffsetDateTime;
+use hookbox_core::{BatchLimits, RetryPolicy, StoredDelivery};
 
 use self::lease::{Count, Leased};
 use crate::connect::Conn;

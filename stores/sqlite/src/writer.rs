@@ -43,7 +43,8 @@ use diesel::connection::SimpleConnection as _;
 use diesel::sqlite::SqliteConnection;
 use diesel::{OptionalExtension as _, QueryResult, RunQueryDsl as _};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{GroupCommit, GroupCommitStats, InFlight, Received, ReceivesInFlight};
+use hookbox_core::spi::{GroupCommit, InFlight, ReceivesInFlight};
+use hookbox_core::{GroupCommitStats, Received};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{SqliteError, is_locked};

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use diesel::Connection as _;
 use diesel::connection::SimpleConnection as _;
+use hookbox_core::spi::GroupCommit;
 use hookbox_core::testing::delivery;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    CommitMode, GroupCommit, IdempotencyStore as _, Inbox as _, InboxFilter, Received,
-    StoreError as _,
+    CommitMode, IdempotencyStore as _, Inbox as _, InboxFilter, Received, StoreError as _,
 };
 use hookbox_sqlite::testing::{TempDir, open};
 use hookbox_sqlite::{SqliteError, SqliteOptions};

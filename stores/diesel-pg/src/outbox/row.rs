@@ -5,7 +5,8 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::{DedupeKey, KeptHeaders, LegacyText, MessageId, OutboxMessage};
+use hookbox_core::spi::LegacyText;
+use hookbox_core::{DedupeKey, KeptHeaders, MessageId, OutboxMessage};
 use time::OffsetDateTime;
 
 use crate::error::PgError;

@@ -5,7 +5,8 @@
 use diesel::RunQueryDsl as _;
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
-use hookbox_core::{RetryPolicy, RowFailure, RowOutcome, RowResult, StoredDelivery};
+use hookbox_core::spi::{RowFailure, RowOutcome, RowResult};
+use hookbox_core::{RetryPolicy, StoredDelivery};
 
 use crate::error::SqliteError;
 use crate::rows::{InboxRow, now};
