@@ -182,7 +182,7 @@ for dir in examples/*/; do
   cp -R "$dir/src" "$copy/src"
   [[ -d "$dir/tests" ]] && cp -R "$dir/tests" "$copy/tests"
   cp "$dir/README.md" "$copy/README.md"
-  cp "$dir"/*.json "$copy/" 2>/dev/null || true
+  cp "$dir"/*.json "$dir"/sample.* "$copy/" 2>/dev/null || true
   cp Cargo.lock "$copy/Cargo.lock"
   echo "== $name: $copy"
   if ! standalone_manifest "$ROOT/$dir" "$copy"; then

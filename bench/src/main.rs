@@ -12,6 +12,11 @@
 //! (`id`, `object`, `api_version`, `created`, `data`, `livemode`, `pending_webhooks`,
 //! `request`, `type`), where the Stripe scanner reads up to the last member.
 //!
+//! Twilio (its form body, beside a bare HMAC-SHA1 over the URL and the sorted
+//! parameters it signs, and a JSON body), Square, Linear, GitLab (a secret token, and a
+//! signing token) and two `hookbox-custom` schemes (Razorpay, Typeform) verify bodies
+//! of their own shape (`url_cases.rs`).
+//!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench`; `HOOKBOX_BENCH_ONLY=github,stripe`
 //! limits it to those rows and `HOOKBOX_BENCH_BYTES=1024` to that body size.
 //!
@@ -33,6 +38,8 @@ use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{Provider, Signer};
 use sha2::Sha256;
 
+mod url_cases;
+
 const TIMESTAMP: i64 = 1_790_000_000;
 const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
 const HMAC_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -49,12 +56,23 @@ struct Case {
     headers: HeaderMap,
     hmac_key: Vec<u8>,
     signed_prefix: Vec<u8>,
-    /// Discord signs with Ed25519: its baseline is a bare `verify_strict` over the same
-    /// bytes with a parsed key and signature, not an HMAC.
-    ed25519: Option<(ed25519_dalek::VerifyingKey, ed25519_dalek::Signature)>,
+    /// What the bare check is.
+    baseline: Baseline,
     /// The body the case verifies, when it is not the shared Stripe-shaped one (the
     /// providers that read their key from the body get a body of their own shape).
     own_body: Option<Vec<u8>>,
+}
+
+/// The bare check a case is compared with.
+enum Baseline {
+    /// A pre-keyed HMAC-SHA256 over `signed_prefix` and the body.
+    HmacSha256,
+    /// Discord signs with Ed25519: a bare `verify_strict` over the same bytes with a
+    /// parsed key and signature.
+    Ed25519(Box<(ed25519_dalek::VerifyingKey, ed25519_dalek::Signature)>),
+    /// Twilio's form case: a pre-keyed HMAC-SHA1 over `signed_prefix` alone (the URL
+    /// and the sorted parameters, which is all Twilio signs; the raw body is not).
+    HmacSha1TextOnly,
 }
 
 /// One row of the table.
@@ -116,6 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut all: Vec<Case> = cases(&body)?;
         all.insert(1, stripe_case("stripe-real", &real)?);
         all.extend(handshake_cases(size, &body)?);
+        all.extend(url_cases::url_and_token_cases(size)?);
         for case in all {
             let body = match (&case.own_body, case.name) {
                 (Some(own), _) => &own[..],
@@ -171,19 +190,28 @@ fn measure_case(case: &Case, body: &[u8]) -> Result<Row, Box<dyn std::error::Err
         .is_ok()
     };
     let keyed = <Hmac<Sha256> as Mac>::new_from_slice(&case.hmac_key)?;
-    let mut bare = || {
-        if let Some((key, signature)) = &case.ed25519 {
+    let keyed_sha1 = <Hmac<sha1::Sha1> as Mac>::new_from_slice(&case.hmac_key)?;
+    let mut bare = || match &case.baseline {
+        Baseline::Ed25519(pair) => {
+            let (key, signature) = &**pair;
             // the signed message is one slice: the prefix and body copied together,
             // as any Ed25519 verifier of a split message must
             let mut message = Vec::with_capacity(case.signed_prefix.len() + body.len());
             message.extend_from_slice(black_box(&case.signed_prefix));
             message.extend_from_slice(black_box(body));
-            return black_box(key.verify_strict(&message, signature)).is_ok();
+            black_box(key.verify_strict(&message, signature)).is_ok()
         }
-        let mut mac = keyed.clone();
-        mac.update(black_box(&case.signed_prefix));
-        mac.update(black_box(body));
-        black_box(mac.finalize().into_bytes())[0] != 0
+        Baseline::HmacSha1TextOnly => {
+            let mut mac = keyed_sha1.clone();
+            mac.update(black_box(&case.signed_prefix));
+            black_box(mac.finalize().into_bytes())[0] != 0
+        }
+        Baseline::HmacSha256 => {
+            let mut mac = keyed.clone();
+            mac.update(black_box(&case.signed_prefix));
+            mac.update(black_box(body));
+            black_box(mac.finalize().into_bytes())[0] != 0
+        }
     };
     let ours_iters = iterations(&mut ours);
     let bare_iters = iterations(&mut bare);
@@ -257,7 +285,7 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: HMAC_SECRET.as_bytes().to_vec(),
             signed_prefix: Vec::new(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: None,
         },
         Case {
@@ -268,7 +296,7 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: HMAC_SECRET.as_bytes().to_vec(),
             signed_prefix: Vec::new(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: None,
         },
         Case {
@@ -279,7 +307,7 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: standard_key.clone(),
             signed_prefix: standard_prefix.clone(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: None,
         },
         Case {
@@ -290,7 +318,7 @@ fn cases(body: &[u8]) -> Result<Vec<Case>, Box<dyn std::error::Error>> {
                 .to_header_map(),
             hmac_key: standard_key,
             signed_prefix: standard_prefix,
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: None,
         },
     ])
@@ -306,7 +334,7 @@ fn stripe_case(name: &'static str, body: &[u8]) -> Result<Case, Box<dyn std::err
             .to_header_map(),
         hmac_key: HMAC_SECRET.as_bytes().to_vec(),
         signed_prefix: format!("{TIMESTAMP}.").into_bytes(),
-        ed25519: None,
+        baseline: Baseline::HmacSha256,
         own_body: None,
     })
 }
@@ -361,10 +389,10 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
     )?
     .try_into()
     .map_err(|_| "a signature is 64 bytes")?;
-    let ed25519 = (
+    let ed25519 = Baseline::Ed25519(Box::new((
         ed25519_dalek::VerifyingKey::from_bytes(&key)?,
         ed25519_dalek::Signature::from_bytes(&signature),
-    );
+    )));
     Ok(vec![
         Case {
             name: "slack",
@@ -374,7 +402,7 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
                 .to_header_map(),
             hmac_key: hmac_key.clone(),
             signed_prefix: format!("v0:{ts}:").into_bytes(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: Some(slack),
         },
         Case {
@@ -383,7 +411,7 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
             headers: twitch_headers.to_header_map(),
             hmac_key: hmac_key.clone(),
             signed_prefix: twitch_prefix.into_bytes(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: None,
         },
         Case {
@@ -394,7 +422,7 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
                 .to_header_map(),
             hmac_key: hmac_key.clone(),
             signed_prefix: format!("v0:{ts}:").into_bytes(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: Some(zoom),
         },
         Case {
@@ -405,7 +433,7 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
             headers: discord_headers.to_header_map(),
             hmac_key: hmac_key.clone(),
             signed_prefix: ts.clone().into_bytes(),
-            ed25519: Some(ed25519),
+            baseline: ed25519,
             own_body: Some(discord),
         },
         Case {
@@ -416,7 +444,7 @@ fn handshake_cases(size: usize, stripe: &[u8]) -> Result<Vec<Case>, Box<dyn std:
                 .to_header_map(),
             hmac_key,
             signed_prefix: format!("{ts}:").into_bytes(),
-            ed25519: None,
+            baseline: Baseline::HmacSha256,
             own_body: Some(paddle),
         },
     ])

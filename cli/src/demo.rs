@@ -51,7 +51,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::UsageError;
-use crate::providers::{self, ProviderName, SignerSettings};
+use crate::providers::{self, ProviderConfig, ProviderName, SignerSettings};
 use failure::Failure;
 use ledger::{DemoConn, DemoStore};
 use report::Report;
@@ -198,14 +198,20 @@ impl Keys {
         let mut rng = fastrand::Rng::with_seed(seed.rotate_left(32));
         let (secret, wrong) = (demo_secret(&mut rng), demo_secret(&mut rng));
         let settings = SignerSettings::default();
+        // the URL Twilio and Square sign: the senders and the receiver agree on it
+        let config = ProviderConfig {
+            public_url: Some("https://hooks.example.com/demo"),
+            scheme: None,
+        };
         Ok(Self {
             provider: providers::provider(
                 name,
                 Secrets::from(secret.clone()),
                 VerifyOptions::default(),
+                &config,
             )?,
-            signer: Arc::from(providers::signer(name, &[secret], &settings)?),
-            forger: Arc::from(providers::signer(name, &[wrong], &settings)?),
+            signer: Arc::from(providers::signer(name, &[secret], &settings, &config)?),
+            forger: Arc::from(providers::signer(name, &[wrong], &settings, &config)?),
         })
     }
 }

@@ -3,14 +3,19 @@
 use std::time::Duration;
 
 use hookbox_core::{DEFAULT_TOLERANCE, Provider, Secrets, Signer, VerifyError, VerifyOptions};
+use hookbox_custom::{Custom, CustomSigner, Scheme};
 use hookbox_discord::{Discord, DiscordSigner};
 use hookbox_github::{GitHub, GitHubSigner};
+use hookbox_gitlab::{GitLab, GitLabSigner};
+use hookbox_linear::{Linear, LinearSigner};
 use hookbox_paddle::{Paddle, PaddleSigner};
 use hookbox_shopify::{Shopify, ShopifySigner};
 use hookbox_slack::{Slack, SlackSigner};
+use hookbox_square::{Square, SquareSigner};
 use hookbox_standard::{Standard, StandardSigner};
 use hookbox_stripe::{Stripe, StripeSigner};
 use hookbox_svix::{Svix, SvixSigner};
+use hookbox_twilio::{Twilio, TwilioSigner};
 use hookbox_twitch::{Twitch, TwitchSigner};
 use hookbox_zoom::{Zoom, ZoomSigner};
 
@@ -27,6 +32,12 @@ pub(crate) enum ProviderName {
     Zoom,
     Discord,
     Paddle,
+    Twilio,
+    Square,
+    Gitlab,
+    Linear,
+    /// Any other provider, described by `--scheme <file.toml>`.
+    Custom,
 }
 
 impl ProviderName {
@@ -43,10 +54,16 @@ impl ProviderName {
             Self::Zoom => "zoom",
             Self::Discord => "discord",
             Self::Paddle => "paddle",
+            Self::Twilio => "twilio",
+            Self::Square => "square",
+            Self::Gitlab => "gitlab",
+            Self::Linear => "linear",
+            Self::Custom => "custom",
         }
     }
 
-    /// Returns how long this provider can resend a delivery.
+    /// Returns how long this provider can resend a delivery; for `custom`, which
+    /// names itself in its scheme, the default keep (its scheme states its own).
     pub(crate) fn min_retention(self) -> hookbox_core::Retention {
         match self {
             Self::Stripe => hookbox_stripe::MIN_RETENTION,
@@ -59,24 +76,39 @@ impl ProviderName {
             Self::Zoom => hookbox_zoom::MIN_RETENTION,
             Self::Discord => hookbox_discord::MIN_RETENTION,
             Self::Paddle => hookbox_paddle::MIN_RETENTION,
+            Self::Twilio => hookbox_twilio::MIN_RETENTION,
+            Self::Square => hookbox_square::MIN_RETENTION,
+            Self::Gitlab => hookbox_gitlab::MIN_RETENTION,
+            Self::Linear => hookbox_linear::MIN_RETENTION,
+            Self::Custom => hookbox_core::Retention::from_days(30),
         }
     }
 
     /// Returns the provider's default timestamp tolerance: 300 s, Twitch's 600 s,
-    /// Paddle's 5 s.
-    pub(crate) fn default_tolerance(self) -> Duration {
+    /// Paddle's 5 s, Linear's 60 s; a custom scheme's own.
+    pub(crate) fn default_tolerance(self, scheme: Option<&Scheme>) -> Duration {
         match self {
             Self::Twitch => hookbox_twitch::DEFAULT_TOLERANCE,
             Self::Paddle => hookbox_paddle::DEFAULT_TOLERANCE,
+            Self::Linear => hookbox_linear::DEFAULT_TOLERANCE,
+            Self::Custom => scheme
+                .and_then(Scheme::tolerance)
+                .unwrap_or(DEFAULT_TOLERANCE),
             _ => DEFAULT_TOLERANCE,
         }
+    }
+
+    /// Returns `true` when the provider signs the URL it calls, so `--public-url`
+    /// (`--url` for `hookbox verify`) is required.
+    pub(crate) fn signs_the_url(self) -> bool {
+        matches!(self, Self::Twilio | Self::Square)
     }
 
     /// Returns `true` when the delivery id is in the body, so `--id` signs nothing.
     pub(crate) fn id_in_body(self) -> bool {
         matches!(
             self,
-            Self::Stripe | Self::Slack | Self::Zoom | Self::Discord | Self::Paddle
+            Self::Stripe | Self::Slack | Self::Zoom | Self::Discord | Self::Paddle | Self::Square
         )
     }
 
@@ -85,19 +117,50 @@ impl ProviderName {
     pub(crate) fn signs_with_several_secrets(self) -> bool {
         matches!(
             self,
-            Self::Stripe | Self::Svix | Self::Standard | Self::Paddle
+            Self::Stripe | Self::Svix | Self::Standard | Self::Paddle | Self::Custom
         )
+    }
+}
+
+/// What some providers need besides their secrets.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ProviderConfig<'a> {
+    /// The URL the provider signed (Twilio, Square): the public one, whatever
+    /// address the request reached.
+    pub(crate) public_url: Option<&'a str>,
+    /// The description of a `custom` provider.
+    pub(crate) scheme: Option<&'a Scheme>,
+}
+
+impl<'a> ProviderConfig<'a> {
+    /// The public URL, or the configuration error that names the missing option.
+    fn public_url(&self, name: ProviderName) -> Result<&'a str, VerifyError> {
+        self.public_url.ok_or_else(|| {
+            VerifyError::invalid_config(format!(
+                "{} signs the URL it calls: give that URL (--url for verify, --public-url for sign and send)",
+                name.as_str()
+            ))
+        })
+    }
+
+    /// The scheme, or the configuration error that names the missing option.
+    fn scheme(&self) -> Result<Scheme, VerifyError> {
+        self.scheme.cloned().ok_or_else(|| {
+            VerifyError::invalid_config("a custom provider needs --scheme <file.toml>")
+        })
     }
 }
 
 /// Builds the verifier for `name`.
 ///
 /// # Errors
-/// [`VerifyError::InvalidSecret`] when a secret cannot be used by this provider.
+/// [`VerifyError::InvalidSecret`] when a secret cannot be used by this provider;
+/// [`VerifyError::InvalidConfig`] when its URL or scheme is missing or unusable.
 pub(crate) fn provider(
     name: ProviderName,
     secrets: Secrets,
     options: VerifyOptions,
+    config: &ProviderConfig<'_>,
 ) -> Result<Box<dyn Provider>, VerifyError> {
     Ok(match name {
         ProviderName::Stripe => Box::new(Stripe::new(secrets)?.with_options(options)),
@@ -110,6 +173,17 @@ pub(crate) fn provider(
         ProviderName::Zoom => Box::new(Zoom::new(secrets)?.with_options(options)),
         ProviderName::Discord => Box::new(Discord::new(secrets)?.with_options(options)),
         ProviderName::Paddle => Box::new(Paddle::new(secrets)?.with_options(options)),
+        ProviderName::Twilio => {
+            Box::new(Twilio::new(secrets, config.public_url(name)?)?.with_options(options))
+        }
+        ProviderName::Square => {
+            Box::new(Square::new(secrets, config.public_url(name)?)?.with_options(options))
+        }
+        ProviderName::Gitlab => Box::new(GitLab::new(secrets)?.with_options(options)),
+        ProviderName::Linear => Box::new(Linear::new(secrets)?.with_options(options)),
+        ProviderName::Custom => {
+            Box::new(Custom::new(config.scheme()?, secrets)?.with_options(options))
+        }
     })
 }
 
@@ -133,6 +207,7 @@ pub(crate) fn signer(
     name: ProviderName,
     secrets: &[String],
     settings: &SignerSettings<'_>,
+    config: &ProviderConfig<'_>,
 ) -> Result<Box<dyn Signer>, VerifyError> {
     // an empty first secret is reported as blank by the provider itself
     let first = secrets.first().map_or("", String::as_str);
@@ -173,5 +248,22 @@ pub(crate) fn signer(
         // its public key
         ProviderName::Discord => Box::new(DiscordSigner::new(first)?),
         ProviderName::Paddle => Box::new(PaddleSigner::new(secrets.to_vec())?),
+        ProviderName::Twilio => Box::new(TwilioSigner::new(first, config.public_url(name)?)?),
+        ProviderName::Square => Box::new(SquareSigner::new(first, config.public_url(name)?)?),
+        ProviderName::Gitlab => {
+            let mut signer = GitLabSigner::new(first)?;
+            if let Some(event) = settings.event {
+                signer = signer.event(event);
+            }
+            Box::new(signer)
+        }
+        ProviderName::Linear => {
+            let mut signer = LinearSigner::new(first)?;
+            if let Some(event) = settings.event {
+                signer = signer.event(event);
+            }
+            Box::new(signer)
+        }
+        ProviderName::Custom => Box::new(CustomSigner::new(config.scheme()?, secrets.to_vec())?),
     })
 }

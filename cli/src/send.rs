@@ -68,7 +68,9 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, UsageError> {
             args.url
         )));
     }
-    let signed = match sign_delivery(&args.sign)? {
+    // a provider that signs the URL signs the one sent to unless --public-url says
+    // which URL it would have called
+    let signed = match sign_delivery(&args.sign, Some(&args.url))? {
         Ok(signed) => signed,
         Err(err) => {
             eprintln!("error: {err}");
@@ -80,6 +82,15 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, UsageError> {
         .enable_all()
         .build()
         .map_err(|err| UsageError(format!("cannot start the runtime: {err}")))?;
+    let uri = match &signed.query {
+        None => uri,
+        Some(pair) => {
+            let separator = if uri.query().is_some() { '&' } else { '?' };
+            format!("{uri}{separator}{pair}")
+                .parse()
+                .map_err(|err| UsageError(format!("--url {} with {pair}: {err}", args.url)))?
+        }
+    };
     let answers = runtime.block_on(send_copies(
         uri,
         signed,
@@ -152,7 +163,11 @@ async fn send_copies(
 }
 
 fn build_request(uri: Uri, signed: &Signed) -> Result<Request<Full<Bytes>>, String> {
-    let mut request = Request::post(uri).header("content-type", "application/json");
+    let mut request = Request::post(uri);
+    // JSON unless the provider's headers say otherwise (Twilio's form bodies)
+    if signed.headers.get("content-type").is_none() {
+        request = request.header("content-type", "application/json");
+    }
     for (name, value) in signed.headers.iter() {
         request = request.header(name, value);
     }

@@ -4,13 +4,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::ArgPredicate;
 use hookbox_core::SignedHeaders;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderValue;
 use hookbox_core::time::OffsetDateTime;
+use hookbox_custom::Scheme;
 use sha2::{Digest, Sha256};
 
-use crate::providers::{self, ProviderName, SignerSettings};
+use crate::providers::{self, ProviderConfig, ProviderName, SignerSettings};
 use crate::{UsageError, read_body};
 
 pub(crate) const AFTER_HELP: &str = "\
@@ -26,9 +28,25 @@ Example:
 /// Arguments of `hookbox sign`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SignArgs {
-    /// The sender to imitate.
-    #[arg(long, value_enum)]
+    /// The sender to imitate (`custom` with --scheme, which implies it).
+    #[arg(
+        long,
+        value_enum,
+        required = false,
+        required_unless_present = "scheme",
+        default_value_if("scheme", ArgPredicate::IsPresent, "custom")
+    )]
     provider: ProviderName,
+
+    /// A TOML file describing a provider hookbox has no crate for (see
+    /// `hookbox_custom::Scheme::from_toml`); implies `--provider custom`.
+    #[arg(long, value_name = "PATH")]
+    scheme: Option<PathBuf>,
+
+    /// The URL the provider signs, for Twilio and Square: the public URL configured
+    /// at the provider, whatever address the request is sent to.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
 
     /// A signing secret, used exactly as given. Stripe, Svix, Standard Webhooks and
     /// Paddle send one signature per secret when it is repeated; the others take one.
@@ -54,7 +72,8 @@ pub(crate) struct SignArgs {
     #[arg(long, value_name = "UNIX_SECONDS", allow_negative_numbers = true)]
     timestamp: Option<i64>,
 
-    /// GitHub's event (X-GitHub-Event), Shopify's topic or Twitch's subscription type.
+    /// GitHub's event (X-GitHub-Event), Shopify's topic, Twitch's subscription type,
+    /// GitLab's X-Gitlab-Event or Linear's Linear-Event.
     #[arg(long)]
     event: Option<String>,
 
@@ -74,7 +93,7 @@ pub(crate) struct SignArgs {
 /// [`UsageError`] when the body file cannot be read, an option cannot be a header
 /// value, or several secrets are given to a provider that sends one signature.
 pub(crate) fn run(args: &SignArgs) -> Result<ExitCode, UsageError> {
-    match sign_delivery(args)? {
+    match sign_delivery(args, None)? {
         Ok(signed) => {
             print!("{}", signed.headers);
             Ok(ExitCode::SUCCESS)
@@ -88,16 +107,21 @@ pub(crate) fn run(args: &SignArgs) -> Result<ExitCode, UsageError> {
 
 /// A body and the headers a provider would send with it.
 pub(crate) struct Signed {
-    /// The body, byte for byte as read.
+    /// The body, byte for byte as read (Linear's with its `webhookTimestamp` set).
     pub(crate) body: Bytes,
     /// The headers, in the provider's order and spelling.
     pub(crate) headers: SignedHeaders,
+    /// A query pair the request URL must carry: Twilio's `bodySHA256=…` for a JSON
+    /// body.
+    pub(crate) query: Option<String>,
 }
 
 /// Reads the body and signs it as `args` say: the outer error is a usage error
-/// (exit 2), the inner one a secret the provider rejects (exit 1).
+/// (exit 2), the inner one a secret the provider rejects (exit 1). `sent_to` is the
+/// URL the request goes to, the signed URL when `--public-url` is not given.
 pub(crate) fn sign_delivery(
     args: &SignArgs,
+    sent_to: Option<&str>,
 ) -> Result<Result<Signed, hookbox_core::VerifyError>, UsageError> {
     let name = args.provider;
     if args.secrets.len() > 1 && !name.signs_with_several_secrets() {
@@ -119,12 +143,17 @@ pub(crate) fn sign_delivery(
     warn_ignored(args);
     let body = read_body(&args.body_file)?;
 
+    let scheme = args.scheme.as_deref().map(read_scheme).transpose()?;
     let settings = SignerSettings {
         event: args.event.as_deref(),
         shop_domain: args.shop_domain.as_deref(),
         message_type: args.message_type.as_deref(),
     };
-    let signer = match providers::signer(name, &args.secrets, &settings) {
+    let config = ProviderConfig {
+        public_url: args.public_url.as_deref().or(sent_to),
+        scheme: scheme.as_ref(),
+    };
+    let signer = match providers::signer(name, &args.secrets, &settings, &config) {
         Ok(signer) => signer,
         Err(err) => return Ok(Err(err)),
     };
@@ -132,8 +161,44 @@ pub(crate) fn sign_delivery(
     let timestamp = args
         .timestamp
         .unwrap_or_else(|| OffsetDateTime::now_utc().unix_timestamp());
+    // Linear's signed time is the body's `webhookTimestamp`: `send` sets it to the
+    // signing time, or the receiver's 60 s window would refuse the body; `sign` prints
+    // headers only, so it signs the file as it is
+    let body = if name == ProviderName::Linear && sent_to.is_some() {
+        match hookbox_linear::with_webhook_timestamp(&body, timestamp.saturating_mul(1000)) {
+            Ok(stamped) => Bytes::from(stamped),
+            Err(err) => {
+                return Err(UsageError(format!("{}: {err}", args.body_file.display())));
+            }
+        }
+    } else {
+        body
+    };
     let headers = signer.sign(&id, timestamp, &body);
-    Ok(Ok(Signed { body, headers }))
+    // Twilio signs a JSON body through the URL's `bodySHA256`, which the request
+    // must then carry
+    let query = (name == ProviderName::Twilio
+        && headers
+            .get("Content-Type")
+            .is_some_and(|value| value.starts_with("application/json")))
+    .then(|| hookbox_twilio::body_sha256_query(&body));
+    Ok(Ok(Signed {
+        body,
+        headers,
+        query,
+    }))
+}
+
+/// Reads and validates a `--scheme` file.
+///
+/// # Errors
+/// [`UsageError`] naming the file when it cannot be read or describes an impossible
+/// scheme.
+pub(crate) fn read_scheme(path: &std::path::Path) -> Result<Scheme, UsageError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| UsageError(format!("--scheme {}: {err}", path.display())))?;
+    Scheme::from_toml(&text)
+        .map_err(|err| UsageError(format!("--scheme {}: {err}", path.display())))
 }
 
 /// Refuses a value that would break the `Name: value` lines (a newline, say).
@@ -161,7 +226,11 @@ fn warn_ignored(args: &SignArgs) {
     if args.event.is_some()
         && !matches!(
             name,
-            ProviderName::Github | ProviderName::Shopify | ProviderName::Twitch
+            ProviderName::Github
+                | ProviderName::Shopify
+                | ProviderName::Twitch
+                | ProviderName::Gitlab
+                | ProviderName::Linear
         )
     {
         eprintln!(
@@ -171,6 +240,23 @@ fn warn_ignored(args: &SignArgs) {
     }
     if args.shop_domain.is_some() && name != ProviderName::Shopify {
         eprintln!("note: only shopify sends a shop domain; --shop-domain is ignored");
+    }
+    if args.public_url.is_some() && !name.signs_the_url() {
+        eprintln!(
+            "note: {} does not sign the URL; --public-url is ignored",
+            name.as_str()
+        );
+    }
+    if name == ProviderName::Linear {
+        eprintln!(
+            "note: linear's signed time is the body's webhookTimestamp (milliseconds): `hookbox sign` signs the file as it is, `hookbox send` sets it to --timestamp first"
+        );
+    }
+    if args.scheme.is_some() && name != ProviderName::Custom {
+        eprintln!(
+            "note: --scheme describes a custom provider; it is ignored for {}",
+            name.as_str()
+        );
     }
 }
 
@@ -189,7 +275,12 @@ fn default_id(name: ProviderName, body: &[u8]) -> String {
         | ProviderName::Slack
         | ProviderName::Zoom
         | ProviderName::Discord
-        | ProviderName::Paddle => {
+        | ProviderName::Paddle
+        | ProviderName::Twilio
+        | ProviderName::Square
+        | ProviderName::Gitlab
+        | ProviderName::Linear
+        | ProviderName::Custom => {
             let mut uuid = [0u8; 16];
             uuid.copy_from_slice(&digest[..16]);
             // RFC 9562 version 8 (custom) with the standard variant, so UUID parsers accept it

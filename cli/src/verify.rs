@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::ArgPredicate;
 use hookbox_core::http::{HeaderMap, HeaderName, HeaderValue};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -13,7 +14,8 @@ use hookbox_core::{
 };
 use serde::Serialize;
 
-use crate::providers::{self, ProviderName};
+use crate::providers::{self, ProviderConfig, ProviderName};
+use crate::sign::read_scheme;
 use crate::{UsageError, read_body};
 
 pub(crate) const AFTER_HELP: &str = "\
@@ -36,9 +38,26 @@ Example:
 /// Arguments of `hookbox verify`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
-    /// The sender whose signature scheme to check.
-    #[arg(long, value_enum)]
+    /// The sender whose signature scheme to check (`custom` with --scheme, which
+    /// implies it).
+    #[arg(
+        long,
+        value_enum,
+        required = false,
+        required_unless_present = "scheme",
+        default_value_if("scheme", ArgPredicate::IsPresent, "custom")
+    )]
     provider: ProviderName,
+
+    /// A TOML file describing a provider hookbox has no crate for (see
+    /// `hookbox_custom::Scheme::from_toml`); implies `--provider custom`.
+    #[arg(long, value_name = "PATH")]
+    scheme: Option<PathBuf>,
+
+    /// The URL the provider signed, for Twilio and Square: the URL configured at the
+    /// provider, with its query string, whatever address the request reached.
+    #[arg(long, visible_alias = "public-url", value_name = "URL")]
+    url: Option<String>,
 
     /// A signing secret, used exactly as given (no trimming). Repeat it during a
     /// rotation: any secret matching any signature passes.
@@ -64,7 +83,8 @@ pub(crate) struct VerifyArgs {
     now: Option<OffsetDateTime>,
 
     /// How far a signed timestamp may be from now, in seconds, in either direction
-    /// [default: the provider's: 300; Twitch 600, Paddle 5]. Ignored by providers that
+    /// [default: the provider's: 300; Twitch 600, Paddle 5, Linear 60; a scheme's own].
+    /// Ignored by providers that
     /// sign no timestamp (GitHub, Shopify).
     #[arg(long, value_name = "SECONDS")]
     tolerance: Option<u64>,
@@ -76,21 +96,31 @@ pub(crate) struct VerifyArgs {
 /// [`UsageError`] when a header is not valid HTTP or the body file cannot be read.
 pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode, UsageError> {
     let headers = header_map(&args.headers)?;
+    let scheme = args.scheme.as_deref().map(read_scheme).transpose()?;
     let body = read_body(&args.body_file)?;
     let now = args.now.unwrap_or_else(OffsetDateTime::now_utc);
     // a local file is not an attack surface: the edge's body limit does not apply
     let options = VerifyOptions::default()
-        .tolerance(
-            args.tolerance
-                .map_or_else(|| args.provider.default_tolerance(), Duration::from_secs),
-        )
+        .tolerance(args.tolerance.map_or_else(
+            || args.provider.default_tolerance(scheme.as_ref()),
+            Duration::from_secs,
+        ))
         .max_body_bytes(usize::MAX);
 
-    let verdict = providers::provider(args.provider, Secrets::from(args.secrets.clone()), options)
-        .and_then(|provider| {
-            let verified = provider.verify_request(&headers, body, now)?;
-            Ok((provider.name(), verified))
-        });
+    let config = ProviderConfig {
+        public_url: args.url.as_deref(),
+        scheme: scheme.as_ref(),
+    };
+    let verdict = providers::provider(
+        args.provider,
+        Secrets::from(args.secrets.clone()),
+        options,
+        &config,
+    )
+    .and_then(|provider| {
+        let verified = provider.verify_request(&headers, body, now)?;
+        Ok((provider.name(), verified))
+    });
     let (line, status) = match &verdict {
         Ok((_, Verified::Event(delivery))) => (
             serde_json::to_string(&Event::new(delivery)),

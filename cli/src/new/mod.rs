@@ -170,6 +170,16 @@ const EXAMPLES: &[Example] = &[
         "src/main.rs", "tests/receive.rs"),
     embed!("paddle": "manifest.toml", "README.md", "sample.json", "src/main.rs",
         "tests/receive.rs"),
+    embed!("twilio": "manifest.toml", "README.md", "sample.form", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("square": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("gitlab": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("linear": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
+    embed!("custom": "manifest.toml", "README.md", "sample.json", "src/main.rs",
+        "tests/receive.rs"),
 ];
 
 /// Runs `hookbox new`: 0 when the project was written, 1 when it could not be

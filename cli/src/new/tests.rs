@@ -49,7 +49,7 @@ fn scaffold_embeds_every_file_of_the_examples() {
             for entry in std::fs::read_dir(&dir).expect("the example") {
                 let name = entry.expect("an entry").file_name();
                 let name = name.to_string_lossy();
-                if name.ends_with(".json") {
+                if name.ends_with(".json") || name.starts_with("sample.") {
                     wanted.insert(name.into_owned());
                 }
             }
