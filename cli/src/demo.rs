@@ -38,7 +38,7 @@ use hookbox_axum::{Webhook, axum};
 use hookbox_cli::store::Location;
 use hookbox_core::http::Uri;
 use hookbox_core::{
-    Inbox, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, error_chain,
+    InboxAdmin, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, error_chain,
     run_worker,
 };
 use hookbox_diesel_pg::diesel_async::{
@@ -330,7 +330,7 @@ where
     let receipts = receipts?;
 
     let tables = ledger::read_tables(&mut *store.checkout().await?).await?;
-    let stats = store.stats().await?;
+    let stats = InboxAdmin::stats(&store).await?;
     Ok(Report {
         provider,
         store: label,
@@ -347,7 +347,7 @@ where
 
 /// Sends the whole stream, then waits for the inbox to drain; returns the senders'
 /// tally, whether it drained, and the time from the first delivery to the drain.
-async fn send_and_drain<S: Inbox>(
+async fn send_and_drain<S: InboxAdmin>(
     sender: Sender,
     store: &S,
     traffic: &Traffic,
@@ -445,7 +445,7 @@ impl Workers {
 
 /// Waits until the inbox has no pending row, or `deadline` passed; returns whether
 /// it drained.
-async fn drain<S: Inbox>(store: &S, deadline: Duration) -> Result<bool, Failure> {
+async fn drain<S: InboxAdmin>(store: &S, deadline: Duration) -> Result<bool, Failure> {
     let until = Instant::now() + deadline;
     loop {
         if store.stats().await?.pending == 0 {
@@ -500,7 +500,7 @@ impl Progress {
     }
 
     /// Moves the "applied" bar with the inbox's processed count, while it is shown.
-    fn watch<S: Inbox + Clone + 'static>(&self, store: S) -> Option<JoinHandle<()>> {
+    fn watch<S: InboxAdmin + Clone + 'static>(&self, store: S) -> Option<JoinHandle<()>> {
         if self.bars.is_hidden() {
             return None;
         }

@@ -65,8 +65,8 @@ enum InboxCommand {
         /// The dead letter's id.
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         id: Option<i64>,
-        /// Replay every dead letter.
-        #[arg(long)]
+        /// Replay every dead letter (also `--dead`, as `hookbox outbox replay`).
+        #[arg(long, alias = "dead")]
         all: bool,
     },
     /// Deletes processed keys and processed rows older than the retention; dead letters
@@ -172,7 +172,10 @@ async fn execute(
         },
         InboxCommand::Replay { id, all } => {
             let replayed = if *all {
-                store.replay_all().await.map_err(failed)?
+                store
+                    .replay_matching(InboxFilter::Dead)
+                    .await
+                    .map_err(failed)?
             } else {
                 let id = id.ok_or("give a dead letter's id or --all")?;
                 u64::from(store.replay(id).await.map_err(failed)?)

@@ -1,11 +1,13 @@
 //! The library half of `hookbox-cli`: what the `hookbox` binary shares with other
 //! operator tools.
 //!
-//! [`store::open_admin`] opens any store's operator view ([`InboxAdmin`]) from one
+//! [`store::open_admin`] and [`store::open_outbox_admin`] open any store's operator
+//! views ([`InboxAdmin`], [`OutboxAdmin`]: the same verbs on both) from one
 //! `--store` value, a SQLite file path or a `postgres://` URL, so a tool needs no enum
 //! over backends.
 //!
 //! [`InboxAdmin`]: hookbox_core::InboxAdmin
+//! [`OutboxAdmin`]: hookbox_core::OutboxAdmin
 #![forbid(unsafe_code)]
 
 pub mod store;

@@ -70,7 +70,7 @@ enum Command {
     SimWorker(sim::SimWorkerArgs),
     /// Inspect and operate a store's inbox: stats, list, show, dead, replay, purge.
     Inbox(inbox::InboxArgs),
-    /// Inspect and operate a store's outbox (stats, list, show, dead, retry, purge) and
+    /// Inspect and operate a store's outbox (stats, list, show, dead, replay, purge) and
     /// run its relay.
     Outbox(outbox::OutboxArgs),
     /// Write a standalone receiver project from the example for a provider: its

@@ -1,6 +1,7 @@
 //! `hookbox outbox`: an operator's view of a store's outbox, on a SQLite file or a
 //! Postgres URL: backlog and oldest unsent, dead letters with their last error, a
-//! resend on request, purge by retention. Every command prints JSON on stdout.
+//! resend on request (`replay`, as `hookbox inbox replay`), purge by retention.
+//! Every command prints JSON on stdout.
 
 #![allow(clippy::print_stdout)] // printing the JSON lines is this command's job
 
@@ -10,8 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hookbox_cli::store::open_outbox_admin;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    AnyStoreError, MessageId, OutboxFilter, OutboxMessage, OutboxStats, RetentionPolicy,
-    error_chain,
+    AnyStoreError, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats,
+    RetentionPolicy, error_chain,
 };
 use serde_json::{Value, json};
 
@@ -55,17 +56,14 @@ enum OutboxCommand {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
-    /// Sends a dead or already sent message again (attempts reset), or with `--dead`
+    /// Sends a dead or already sent message again (attempts reset), or with `--all`
     /// every dead letter. The id stays the same, so a downstream that honours it
     /// still applies the message once.
-    Retry {
-        /// The message's id.
-        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
-        id: Option<String>,
-        /// Retry every dead letter.
-        #[arg(long)]
-        dead: bool,
-    },
+    Replay(ReplayArgs),
+    /// The former name of `replay`, kept for scripts: the same arguments, and its
+    /// answer still says `retried`.
+    #[command(hide = true)]
+    Retry(ReplayArgs),
     /// Deletes sent messages older than the retention; pending and dead messages are
     /// never purged.
     Purge {
@@ -81,6 +79,17 @@ enum OutboxCommand {
     /// name=url` until SIGINT or SIGTERM. Prints a JSON ready line first and a
     /// report when it stops; logs go to stderr.
     Relay(crate::outbox_relay::RelayArgs),
+}
+
+/// Arguments of `hookbox outbox replay` (and of its former name, `retry`).
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The message's id.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    id: Option<String>,
+    /// Replay every dead letter (also `--dead`, the flag's former name).
+    #[arg(long, alias = "dead")]
+    all: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -156,19 +165,11 @@ async fn execute(
                 None => return Err(format!("no outbox message with id {id}")),
             }
         }
-        OutboxCommand::Retry { id, dead } => {
-            let retried = if *dead {
-                store.retry_dead().await.map_err(failed)?
-            } else {
-                let id = MessageId::from_stored(id.clone().ok_or("give a message id or --dead")?);
-                if !store.retry(&id).await.map_err(failed)? {
-                    return Err(format!(
-                        "no sent or dead outbox message with id {id} (a pending one is already due)"
-                    ));
-                }
-                1
-            };
-            vec![json!({ "retried": retried })]
+        OutboxCommand::Replay(replay) => {
+            vec![json!({ "replayed": replay_messages(&*store, replay).await? })]
+        }
+        OutboxCommand::Retry(replay) => {
+            vec![json!({ "retried": replay_messages(&*store, replay).await? })]
         }
         OutboxCommand::Relay(_) => unreachable!("run starts the relay"),
         OutboxCommand::Purge { .. } => {
@@ -179,6 +180,24 @@ async fn execute(
             vec![json!({ "purged_outbox_messages": purged })]
         }
     })
+}
+
+/// Replays one message by id, or every dead letter with `--all`; returns how many.
+async fn replay_messages(store: &dyn OutboxAdmin, args: &ReplayArgs) -> Result<u64, String> {
+    let failed = |err: AnyStoreError| error_chain(&err);
+    if args.all {
+        return store
+            .replay_matching(OutboxFilter::Dead)
+            .await
+            .map_err(failed);
+    }
+    let id = MessageId::from_stored(args.id.clone().ok_or("give a message id or --all")?);
+    if !store.replay(&id).await.map_err(failed)? {
+        return Err(format!(
+            "no sent or dead outbox message with id {id} (a pending one is already due)"
+        ));
+    }
+    Ok(1)
 }
 
 fn stats_json(stats: OutboxStats) -> Value {

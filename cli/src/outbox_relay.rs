@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use hookbox_cli::store::Location;
-use hookbox_core::{OutboxStore, RetryPolicy, error_chain};
+use hookbox_core::{OutboxAdmin, OutboxFilter, OutboxStore, RetryPolicy, error_chain};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_outbox::{RelayPolicy, Sinks, connect_sink, run_relay, sink_kind};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -152,7 +152,7 @@ async fn relay(
     }
 }
 
-async fn relay_from<S: OutboxStore>(
+async fn relay_from<S: OutboxStore + OutboxAdmin>(
     store: &S,
     sinks: &Sinks,
     named: &[(&str, &str)],
@@ -200,12 +200,10 @@ async fn relay_from<S: OutboxStore>(
 }
 
 /// Completes when no pending message has a sink on this relay.
-async fn drained<S: OutboxStore>(store: &S, sinks: &Sinks) {
+async fn drained<S: OutboxAdmin>(store: &S, sinks: &Sinks) {
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        if let Ok(pending) = store
-            .messages(hookbox_core::OutboxFilter::Pending, 10_000)
-            .await
+        if let Ok(pending) = store.list(OutboxFilter::Pending, 10_000).await
             && pending.iter().all(|m| sinks.get(&m.sink).is_none())
         {
             return;

@@ -96,6 +96,9 @@ async fn an_operator_sees_depth_dead_letters_and_replays_them() {
     );
     let (_, replayed) = inbox(db, &["replay", "--all"]);
     assert_eq!(replayed[0]["replayed"], 0);
+    // `--dead`, as `hookbox outbox replay` also spells it
+    let (code, replayed) = inbox(db, &["replay", "--dead"]);
+    assert_eq!((code, replayed[0]["replayed"].as_u64()), (0, Some(0)));
 
     // nothing is old enough to purge under the default retention
     let (code, purged) = inbox(db, &["purge"]);

@@ -95,15 +95,20 @@ fn operate(store: &[&str], [sent, dead, pending]: &[MessageId; 3]) {
     assert_eq!(shown[0]["handler"], "receipt");
 
     // a pending message is already due: refused, and the command says so
-    let (code, _) = outbox(store, &["retry", pending.as_str()]);
+    let (code, _) = outbox(store, &["replay", pending.as_str()]);
     assert_eq!(code, 1);
-    let (code, retried) = outbox(store, &["retry", "--dead"]);
-    assert_eq!((code, &retried[0]["retried"]), (0, &Value::from(1)));
+    let (code, replayed) = outbox(store, &["replay", "--all"]);
+    assert_eq!((code, &replayed[0]["replayed"]), (0, &Value::from(1)));
     let (_, stats) = outbox(store, &["stats"]);
     assert_eq!(
         (&stats[0]["pending"], &stats[0]["dead"]),
         (&Value::from(2), &Value::from(0))
     );
+    // the former spellings still work and still answer as they did
+    let (code, _) = outbox(store, &["retry", pending.as_str()]);
+    assert_eq!(code, 1);
+    let (code, retried) = outbox(store, &["retry", "--dead"]);
+    assert_eq!((code, &retried[0]["retried"]), (0, &Value::from(0)));
 
     // within the retention nothing is purged
     let (code, purged) = outbox(store, &["purge"]);

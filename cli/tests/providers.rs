@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use hookbox_axum::Webhook;
-use hookbox_core::{Inbox as _, Provider};
+use hookbox_core::{InboxAdmin as _, Provider};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 

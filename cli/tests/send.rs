@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use hookbox_axum::Webhook;
-use hookbox_core::Inbox as _;
+use hookbox_core::InboxAdmin as _;
 use hookbox_github::GitHub;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;

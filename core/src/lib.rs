@@ -17,6 +17,14 @@
 //! company's API) are staged as an [`Outbox`] message in the same transaction and
 //! sent afterwards by a relay (`hookbox-outbox`).
 //!
+//! A store's traits split by who calls them:
+//!
+//! | caller | traits |
+//! |---|---|
+//! | the edge, your side effects and handlers, the worker, the relay | [`IdempotencyStore`], [`VersionGuard`], [`Inbox`], [`OutboxStore`] |
+//! | a retention job | [`Purge`] |
+//! | an operator (the `hookbox` command, an admin page) | [`InboxAdmin`], [`OutboxAdmin`], the same verbs on both: `stats`, `list`, `get`, `replay`, `replay_matching`, `purge`; object-safe, for `&dyn` use |
+//!
 //! This crate holds the shared types and builds without an async runtime; the
 //! `worker` feature adds `run_worker` (on tokio), which the store crates enable.
 //! Pick a provider crate (`hookbox-stripe`,
@@ -57,6 +65,7 @@ mod inbox;
 mod log_every;
 mod outbox;
 mod provider;
+mod purge;
 mod retention;
 mod retry;
 mod secret;
@@ -85,13 +94,14 @@ pub use outbox::{
     Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
+pub use purge::{Purge, Purged};
 pub use retention::{DEFAULT_KEEP, Retention, RetentionPolicy, RetentionTooShort};
 pub use retry::RetryPolicy;
 pub use secret::{Secret, Secrets};
 pub use signer::{SignedHeaders, Signer};
 pub use store::{
     Advance, AnyStoreError, BoxFuture, Claim, IdempotencyStore, ProcessError, ProcessResult,
-    Processed, Purged, Store, StoreError, TimestampAdvance, VersionGuard,
+    Processed, Store, StoreError, TimestampAdvance, VersionGuard,
 };
 pub use text::DeliveryText;
 #[cfg(feature = "worker")]

@@ -114,7 +114,8 @@ pub trait StoreError: StdError + Send + Sync + 'static {
 
 /// What every store declares once: the connection user code runs on and the error.
 ///
-/// [`IdempotencyStore`], [`Inbox`](crate::Inbox) and [`VersionGuard`] build on it, so
+/// [`IdempotencyStore`], [`Inbox`](crate::Inbox), [`VersionGuard`],
+/// [`OutboxStore`](crate::OutboxStore) and [`Purge`](crate::Purge) build on it, so
 /// a store names its connection and error in one place. `Arc<S>` and `&S` are stores
 /// too.
 pub trait Store: Send + Sync {
@@ -124,8 +125,9 @@ pub trait Store: Send + Sync {
     /// The store's error.
     type Error: StoreError;
 
-    /// Returns how long the store keeps dedupe keys and processed rows; a cache in
-    /// front of the store reads its TTL ceiling from here.
+    /// Returns how long the store keeps dedupe keys, processed rows and sent
+    /// messages ([`Purge`](crate::Purge) deletes by it); a cache in front of the
+    /// store reads its TTL ceiling from here.
     fn retention(&self) -> &RetentionPolicy;
 
     /// Checks that the store can take a delivery now: a trivial read of its own
@@ -215,25 +217,6 @@ pub trait IdempotencyStore: Store {
         key: &'a DedupeKey,
         side_effect: ErasedSideEffect<'a, Self::Conn>,
     ) -> BoxFuture<'a, Result<Claim, ProcessError<Self::Error>>>;
-
-    /// Deletes processed keys, processed inbox rows and sent outbox messages older
-    /// than the store's [`RetentionPolicy`], in bounded batches. Dead letters,
-    /// unprocessed rows and unsent messages are never purged.
-    ///
-    /// # Errors
-    /// The database failed; what was already deleted stays deleted.
-    fn purge(&self, now: time::OffsetDateTime) -> BoxFuture<'_, Result<Purged, Self::Error>>;
-}
-
-/// What a purge deleted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Purged {
-    /// Dedupe keys deleted.
-    pub keys: u64,
-    /// Processed inbox rows deleted.
-    pub inbox_rows: u64,
-    /// Sent outbox messages deleted.
-    pub outbox_messages: u64,
 }
 
 /// What [`VersionGuard::advance`] did.
@@ -321,13 +304,6 @@ macro_rules! forward_store {
             ) -> BoxFuture<'a, Result<Claim, ProcessError<Self::Error>>> {
                 (**self).process_once_erased(key, side_effect)
             }
-
-            fn purge(
-                &self,
-                now: time::OffsetDateTime,
-            ) -> BoxFuture<'_, Result<Purged, Self::Error>> {
-                (**self).purge(now)
-            }
         }
 
         impl<S: VersionGuard> VersionGuard for $ty {
@@ -353,8 +329,9 @@ macro_rules! forward_store {
 }
 forward_store!(Arc<S>, &S);
 
-/// Any store's error, boxed: what [`InboxAdmin`](crate::InboxAdmin) returns, so one `&dyn InboxAdmin`
-/// serves every backend.
+/// Any store's error, boxed: what [`InboxAdmin`](crate::InboxAdmin) and
+/// [`OutboxAdmin`](crate::OutboxAdmin) return, so one `&dyn InboxAdmin` (or
+/// `&dyn OutboxAdmin`) serves every backend.
 pub struct AnyStoreError(Box<dyn StoreError>);
 
 impl AnyStoreError {

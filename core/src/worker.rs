@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use crate::batch::{BatchLimits, RowOutcome, RowResult};
 use crate::handler::Handler;
-use crate::inbox::Inbox;
+use crate::inbox::{Inbox, InboxAdmin};
 use crate::store::StoreError;
 
 /// How often a worker reads the inbox's counts for the backlog and lag gauges
@@ -117,7 +117,8 @@ impl WorkerOptions {
 /// [`WorkerOptions`] and `idle` as the wait when no row is due.
 ///
 /// `handler` is the same [`Handler`] an inline endpoint takes:
-/// `async |conn, delivery| { …; Ok(()) }`. See [`run_worker_with`].
+/// `async |conn, delivery| { …; Ok(()) }`. See [`run_worker_with`] (and there,
+/// why the inbox is also an [`InboxAdmin`]).
 ///
 /// # Errors
 /// A store error that is not transient.
@@ -128,7 +129,7 @@ pub async fn run_worker<I, H>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<WorkerReport, I::Error>
 where
-    I: Inbox,
+    I: Inbox + InboxAdmin,
     H: Handler<I::Conn> + 'static,
 {
     run_worker_with(
@@ -157,7 +158,10 @@ where
 /// `processed`, `failed`, `dead`), batches (`hookbox_worker_batch_rows`, a histogram
 /// of rows per batch) and store errors, and every 10 s sets the inbox's gauges
 /// (`hookbox_inbox_pending`, `hookbox_inbox_dead`,
-/// `hookbox_inbox_oldest_pending_age_seconds`, the lag).
+/// `hookbox_inbox_oldest_pending_age_seconds`, the lag) from
+/// [`InboxAdmin::stats`]: the one reason the inbox must also be an
+/// [`InboxAdmin`] (every store is, and `Arc<S>` and `&S` of one), whatever the
+/// features.
 ///
 /// When no row is due a loop waits the idle time before looking again. A transient
 /// store error (the database restarting) is waited out the same way; any other
@@ -174,7 +178,7 @@ pub async fn run_worker_with<I, H>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<WorkerReport, I::Error>
 where
-    I: Inbox,
+    I: Inbox + InboxAdmin,
     H: Handler<I::Conn> + 'static,
 {
     let concurrency = options
@@ -285,7 +289,7 @@ async fn drain<I, H>(
     sets_gauges: bool,
 ) -> Result<WorkerReport, I::Error>
 where
-    I: Inbox,
+    I: Inbox + InboxAdmin,
     H: Handler<I::Conn> + 'static,
 {
     #[cfg(not(feature = "metrics"))]
@@ -427,7 +431,7 @@ struct Gauges {
 impl Gauges {
     /// Reads the inbox's counts and sets the gauges, at most every [`GAUGES_EVERY`];
     /// a failed read leaves them as they were (the store error shows elsewhere).
-    async fn refresh<I: Inbox>(&mut self, inbox: &I) {
+    async fn refresh<I: InboxAdmin>(&mut self, inbox: &I) {
         if self.last.is_some_and(|last| last.elapsed() < GAUGES_EVERY) {
             return;
         }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use hookbox_core::OutboxStore;
+use hookbox_core::OutboxAdmin;
 use hookbox_core::time::OffsetDateTime;
 
 /// How often a relay reads the outbox's counts for its gauges.
@@ -29,12 +29,12 @@ pub(crate) struct Gauges {
 impl Gauges {
     /// Reads the outbox's counts and sets the gauges, at most every
     /// [`GAUGES_EVERY`]; a failed read leaves them as they were.
-    pub(crate) async fn refresh<S: OutboxStore>(&mut self, store: &S) {
+    pub(crate) async fn refresh<S: OutboxAdmin>(&mut self, store: &S) {
         if self.last.is_some_and(|last| last.elapsed() < GAUGES_EVERY) {
             return;
         }
         self.last = Some(Instant::now());
-        if let Ok(stats) = store.outbox_stats().await {
+        if let Ok(stats) = store.stats().await {
             let age = stats.oldest_pending.map_or(0.0, |at| {
                 (OffsetDateTime::now_utc() - at).as_seconds_f64().max(0.0)
             });

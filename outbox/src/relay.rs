@@ -9,7 +9,7 @@ use futures_util::FutureExt as _;
 use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use hookbox_core::spi::{Lease, Leased, Settlement};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{OutboxStore, RetryPolicy, StoreError};
+use hookbox_core::{OutboxAdmin, OutboxStore, RetryPolicy, StoreError};
 use tokio::time::Instant;
 
 use crate::{SinkError, Sinks};
@@ -152,7 +152,9 @@ impl RelayReport {
 /// `unsent`, `lease_lost`), times them
 /// (`hookbox_outbox_send_duration_seconds{sink}`), and every 10 s sets
 /// `hookbox_outbox_pending`, `hookbox_outbox_dead` and
-/// `hookbox_outbox_oldest_pending_age_seconds`.
+/// `hookbox_outbox_oldest_pending_age_seconds` from [`OutboxAdmin::stats`]: the
+/// one reason the store must also be an [`OutboxAdmin`] (every store is, and
+/// `Arc<S>` and `&S` of one), whatever the features.
 ///
 /// Shutdown is graceful: the relay stops leasing, lets the sends in flight finish
 /// and records them, then returns. A relay killed mid-send leaves its leases to
@@ -160,7 +162,7 @@ impl RelayReport {
 ///
 /// # Errors
 /// A store error that is not transient.
-pub async fn run_relay<S: OutboxStore>(
+pub async fn run_relay<S: OutboxStore + OutboxAdmin>(
     store: &S,
     sinks: &Sinks,
     policy: RelayPolicy,
@@ -457,7 +459,7 @@ async fn settle<S: OutboxStore>(
                         attempt,
                         max_attempts = policy.retry.max_attempts,
                         error,
-                        "outbox message is dead; `hookbox outbox retry` sends it again"
+                        "outbox message is dead; `hookbox outbox replay` sends it again"
                     );
                     "dead"
                 }

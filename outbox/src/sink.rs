@@ -52,7 +52,7 @@ impl<S: Sink + ?Sized> Sink for Arc<S> {
 ///
 /// A message whose sink is not here is retried with backoff (and dead-letters at the
 /// attempt limit) rather than dropped: a relay started without one of the sinks is a
-/// deployment mistake an operator can fix, then `hookbox outbox retry --dead`.
+/// deployment mistake an operator can fix, then `hookbox outbox replay --all`.
 #[derive(Clone, Default)]
 pub struct Sinks {
     by_name: HashMap<String, Arc<dyn Sink>>,

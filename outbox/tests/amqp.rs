@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{TestQueue, service_url, stage_events};
-use hookbox_core::{OutboxFilter, OutboxStore, RetryPolicy};
+use hookbox_core::{OutboxAdmin, OutboxFilter, OutboxStore, RetryPolicy};
 use hookbox_outbox::{AmqpOptions, AmqpSink, RelayPolicy, SinkError, Sinks, relay_once};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -35,10 +35,10 @@ fn quick(max_attempts: u32) -> RelayPolicy {
     }
 }
 
-async fn drain<S: OutboxStore>(store: &S, sinks: &Sinks, policy: &RelayPolicy) {
+async fn drain<S: OutboxStore + OutboxAdmin>(store: &S, sinks: &Sinks, policy: &RelayPolicy) {
     for _ in 0..1_000 {
         relay_once(store, sinks, policy).await.unwrap();
-        if store.outbox_stats().await.unwrap().pending == 0 {
+        if store.stats().await.unwrap().pending == 0 {
             return;
         }
     }
@@ -68,7 +68,7 @@ async fn amqp_relay_publishes_each_message_confirmed_with_its_id_as_message_id()
         got_ids, expected,
         "each message once, message_id = message id"
     );
-    assert_eq!(store.outbox_stats().await.unwrap().sent, 40);
+    assert_eq!(store.stats().await.unwrap().sent, 40);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,9 +96,9 @@ async fn amqp_exchange_routes_by_key_and_an_unroutable_message_is_never_counted_
         .await
         .unwrap();
     drain(&store, &Sinks::new().with("email", unbound), &quick(3)).await;
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.sent, stats.dead), (0, 1));
-    let dead = store.messages(OutboxFilter::Dead, 1).await.unwrap();
+    let dead = store.list(OutboxFilter::Dead, 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("312 NO_ROUTE"), "{reason}");
     // the broker's answer, under the kind of sink that gave it
@@ -183,7 +183,7 @@ async fn amqp_sink_opens_a_new_channel_after_the_broker_closed_one() {
         .await
         .unwrap();
     drain(&store, &sinks, &quick(50)).await;
-    assert_eq!(store.outbox_stats().await.unwrap().sent, 2);
+    assert_eq!(store.stats().await.unwrap().sent, 2);
     assert_eq!(queue.drain().await.len(), 2);
 }
 

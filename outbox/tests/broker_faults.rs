@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{TestQueue, TestStream, service_url, stage_events};
-use hookbox_core::{BoxFuture, OutboxMessage, OutboxStore, RetryPolicy};
+use hookbox_core::{BoxFuture, OutboxAdmin, OutboxMessage, RetryPolicy};
 use hookbox_outbox::{RelayPolicy, Sink, SinkError, Sinks, connect_sink, run_relay};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -101,7 +101,7 @@ async fn child_broker_relay_entry() {
     let drained = async {
         loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            if store.outbox_stats().await.unwrap().pending == 0 {
+            if store.stats().await.unwrap().pending == 0 {
                 return;
             }
         }
@@ -160,7 +160,7 @@ async fn kill_relays_between_ack_and_record(sink: &str) -> (SqliteStore, Vec<Str
         child.wait().unwrap();
     }
     assert!(
-        store.outbox_stats().await.unwrap().pending > 0,
+        store.stats().await.unwrap().pending > 0,
         "the held messages are not recorded"
     );
     let (db2, sink2) = (db.clone(), sink.to_string());
@@ -178,7 +178,7 @@ async fn kill_relays_between_ack_and_record(sink: &str) -> (SqliteStore, Vec<Str
     })
     .await
     .unwrap();
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 60, 0));
     (store, ids.iter().map(ToString::to_string).collect(), dir)
 }
@@ -327,14 +327,14 @@ async fn relay_through_an_outage(broker_url: &str, suffix: &str) -> SqliteStore 
         ..policy()
     };
     let outage = async {
-        while store.outbox_stats().await.unwrap().sent < 100 {
+        while store.stats().await.unwrap().sent < 100 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         proxy.set_down(true);
         tokio::time::sleep(Duration::from_secs(10)).await;
         proxy.set_down(false);
         let deadline = Instant::now() + Duration::from_secs(90);
-        while store.outbox_stats().await.unwrap().pending > 0 {
+        while store.stats().await.unwrap().pending > 0 {
             assert!(Instant::now() < deadline, "the relay did not resume");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -342,7 +342,7 @@ async fn relay_through_an_outage(broker_url: &str, suffix: &str) -> SqliteStore 
     let report = run_relay(&store, &sinks, relay_policy, outage)
         .await
         .unwrap();
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 300, 0));
     assert!(
         report.retried > 0,

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Behaviour, SinkServer, stage_events};
-use hookbox_core::{OutboxStore, RetryPolicy};
+use hookbox_core::{OutboxAdmin, OutboxStore, RetryPolicy};
 use hookbox_outbox::{HttpSink, RelayPolicy, Sinks, relay_once};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -33,10 +33,10 @@ fn quick(max_attempts: u32) -> RelayPolicy {
     }
 }
 
-async fn drain<S: OutboxStore>(store: &S, sinks: &Sinks, policy: &RelayPolicy) {
+async fn drain<S: OutboxStore + OutboxAdmin>(store: &S, sinks: &Sinks, policy: &RelayPolicy) {
     for _ in 0..1_000 {
         relay_once(store, sinks, policy).await.unwrap();
-        if store.outbox_stats().await.unwrap().pending == 0 {
+        if store.stats().await.unwrap().pending == 0 {
             return;
         }
     }

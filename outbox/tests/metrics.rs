@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::stage_events;
-use hookbox_core::{OutboxStore, RetryPolicy};
+use hookbox_core::{OutboxAdmin, RetryPolicy};
 use hookbox_outbox::{LogSink, RelayPolicy, Sinks, run_relay};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -35,7 +35,7 @@ async fn outbox_metrics_count_staged_and_sent_messages_and_the_backlog() {
         ..RelayPolicy::default()
     };
     let drained = async {
-        while store.outbox_stats().await.unwrap().pending > 0 {
+        while store.stats().await.unwrap().pending > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{TestStream, service_url, stage_events};
-use hookbox_core::{OutboxFilter, OutboxStore, RetryPolicy};
+use hookbox_core::{OutboxAdmin, OutboxFilter, OutboxStore, RetryPolicy};
 use hookbox_outbox::{NatsOptions, NatsSink, RelayPolicy, Sink, SinkError, Sinks, relay_once};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -54,7 +54,7 @@ async fn nats_relay_publishes_each_message_once_with_its_id_as_nats_msg_id() {
     assert_eq!(sink.stream(), stream.name);
     assert_eq!(sink.duplicate_window(), HOUR);
     let sinks = Sinks::new().with("email", sink);
-    while store.outbox_stats().await.unwrap().pending > 0 {
+    while store.stats().await.unwrap().pending > 0 {
         relay_once(&store, &sinks, &policy()).await.unwrap();
     }
     let stored = stream.message_ids().await;
@@ -63,7 +63,7 @@ async fn nats_relay_publishes_each_message_once_with_its_id_as_nats_msg_id() {
     expected.sort();
     got.sort();
     assert_eq!(got, expected, "each message once, Nats-Msg-Id = message id");
-    assert_eq!(store.outbox_stats().await.unwrap().sent, 40);
+    assert_eq!(store.stats().await.unwrap().sent, 40);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,7 +219,7 @@ async fn nats_message_over_the_stream_limit_is_a_dead_letter_with_the_brokers_re
     let sinks = Sinks::new().with("email", sink);
     let round = relay_once(&store, &sinks, &policy()).await.unwrap();
     assert_eq!((round.sent, round.dead), (0, 1));
-    let dead = store.messages(OutboxFilter::Dead, 1).await.unwrap();
+    let dead = store.list(OutboxFilter::Dead, 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("message size exceeds maximum"), "{reason}");
     // the broker's answer, under the kind of sink that gave it

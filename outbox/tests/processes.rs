@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{Behaviour, PgSchema, SinkServer, pg_url, stage_events};
-use hookbox_core::{IdempotencyStore, OutboxStore, RetryPolicy};
+use hookbox_core::{IdempotencyStore, OutboxAdmin, OutboxStore, RetryPolicy};
 use hookbox_outbox::{HttpSink, RelayPolicy, Sinks, run_relay};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -69,12 +69,16 @@ async fn child_relay_entry() {
     }
 }
 
-async fn relay_until_drained<S: OutboxStore>(store: &S, sinks: &Sinks, policy: RelayPolicy) {
+async fn relay_until_drained<S: OutboxStore + OutboxAdmin>(
+    store: &S,
+    sinks: &Sinks,
+    policy: RelayPolicy,
+) {
     println!("{READY}");
     let drained = async {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            if let Ok(stats) = store.outbox_stats().await
+            if let Ok(stats) = store.stats().await
                 && stats.pending == 0
             {
                 return;
@@ -142,7 +146,7 @@ fn wait_for_exit(children: &mut [Child], within: Duration) {
 /// Kills a relay while the sink holds request number 5 unanswered (the sink got it,
 /// the relay has not recorded it), restarts the relay, and checks that the message
 /// went again with the same key and that every key was applied exactly once.
-async fn killed_between_send_and_mark<S: IdempotencyStore + OutboxStore>(
+async fn killed_between_send_and_mark<S: IdempotencyStore + OutboxStore + OutboxAdmin>(
     store: &S,
     location: &str,
 ) {
@@ -159,7 +163,7 @@ async fn killed_between_send_and_mark<S: IdempotencyStore + OutboxStore>(
         .expect("the sink got the fifth request");
     kill(&mut first);
     assert!(sink.state.holding.load(Ordering::SeqCst));
-    let unrecorded = store.outbox_stats().await.unwrap().pending;
+    let unrecorded = store.stats().await.unwrap().pending;
     assert!(unrecorded >= 1, "the held message is not marked sent");
 
     let mut second = spawn_relay(location, &sink.url, lease_ms);
@@ -169,7 +173,7 @@ async fn killed_between_send_and_mark<S: IdempotencyStore + OutboxStore>(
     .await
     .unwrap();
 
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 24, 0));
     assert_eq!(
         sink.state.applied_count(),
@@ -248,7 +252,7 @@ async fn outbox_four_relay_processes_on_postgres_deliver_everything_in_order_nev
         .await
         .unwrap();
 
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 2_000, 0));
     assert_eq!(sink.state.applied_count(), 2_000, "every message delivered");
     assert_eq!(

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Behaviour, SinkServer, stage_events};
-use hookbox_core::{BoxFuture, OutboxFilter, OutboxMessage, OutboxStore, RetryPolicy};
+use hookbox_core::{BoxFuture, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStore, RetryPolicy};
 use hookbox_outbox::{HttpSink, RelayPolicy, Sink, SinkError, Sinks, relay_once, run_relay};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -33,10 +33,14 @@ fn quick(max_attempts: u32) -> RelayPolicy {
 }
 
 /// Relays until nothing is pending; returns the rounds it took.
-async fn drain<S: OutboxStore>(store: &S, sinks: &Sinks, policy: &RelayPolicy) -> u32 {
+async fn drain<S: OutboxStore + OutboxAdmin>(
+    store: &S,
+    sinks: &Sinks,
+    policy: &RelayPolicy,
+) -> u32 {
     for rounds in 0..1_000 {
         relay_once(store, sinks, policy).await.unwrap();
-        if store.outbox_stats().await.unwrap().pending == 0 {
+        if store.stats().await.unwrap().pending == 0 {
             return rounds + 1;
         }
     }
@@ -64,7 +68,7 @@ async fn outbox_relay_sends_each_message_with_its_id_as_the_idempotency_key() {
             .load(std::sync::atomic::Ordering::SeqCst),
         0
     );
-    let stats = store.outbox_stats().await.unwrap();
+    let stats = store.stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 20, 0));
 }
 
@@ -92,7 +96,7 @@ async fn outbox_failing_sink_is_retried_then_dead_lettered_at_the_limit() {
         vec![1, 2, 3],
         "three attempts, numbered, then dead"
     );
-    let dead = store.messages(OutboxFilter::Dead, 10).await.unwrap();
+    let dead = store.list(OutboxFilter::Dead, 10).await.unwrap();
     assert_eq!(dead.len(), 1);
     assert!(
         dead[0].last_error.as_deref().unwrap().contains("503"),
@@ -118,7 +122,7 @@ async fn outbox_permanent_4xx_dead_letters_at_once_and_retry_sends_it_again() {
 
     // the operator fixes the downstream and asks for a resend
     sink.state.behaviour.lock().unwrap().status = None;
-    assert!(store.retry_message(&ids[0]).await.unwrap());
+    assert!(store.replay(&ids[0]).await.unwrap());
     let round = relay_once(&store, &sinks, &quick(5)).await.unwrap();
     assert_eq!(round.sent, 1);
     assert_eq!(sink.state.applied_count(), 1);
@@ -137,7 +141,7 @@ async fn outbox_message_for_a_missing_sink_waits_instead_of_vanishing() {
         // due again after UNKNOWN_SINK_RECHECK; the test makes it due now
         make_due(&store).await;
     }
-    let pending = store.messages(OutboxFilter::Pending, 10).await.unwrap();
+    let pending = store.list(OutboxFilter::Pending, 10).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].attempts, 0, "waiting for a sink uses no attempt");
     assert!(
@@ -202,7 +206,7 @@ async fn outbox_send_is_cut_before_its_lease_can_expire() {
         "recorded by the holder, not lost to a lease"
     );
     assert!(started.elapsed() < Duration::from_millis(500));
-    let row = &store.messages(OutboxFilter::Pending, 1).await.unwrap()[0];
+    let row = &store.list(OutboxFilter::Pending, 1).await.unwrap()[0];
     assert!(
         row.last_error
             .as_deref()
@@ -223,7 +227,7 @@ async fn outbox_run_relay_drains_and_stops_on_shutdown() {
     stage_events(&store, 40, 1, 4).await;
     let sinks = Sinks::new().with("email", HttpSink::new(&sink.url).unwrap());
     let watcher = async {
-        while store.outbox_stats().await.unwrap().pending > 0 {
+        while store.stats().await.unwrap().pending > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
@@ -300,11 +304,11 @@ async fn outbox_run_relay_keeps_sending_while_one_send_is_slow() {
             "59 sent while the slow one is still out"
         );
         // and recorded, not only sent: the store has them as sent
-        while store.outbox_stats().await.unwrap().sent < 59 {
+        while store.stats().await.unwrap().sent < 59 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         sink.gate.add_permits(1);
-        while store.outbox_stats().await.unwrap().pending > 0 {
+        while store.stats().await.unwrap().pending > 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     };

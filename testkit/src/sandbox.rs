@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use hookbox_core::{Inbox as _, InboxFilter, InboxStats, StoredDelivery};
+use hookbox_core::{InboxAdmin as _, InboxFilter, InboxStats, StoredDelivery};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_sqlite::diesel::QueryableByName;
 use hookbox_sqlite::diesel::sql_types::BigInt;

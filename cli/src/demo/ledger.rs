@@ -19,7 +19,8 @@ use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, HasSqlType, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
 use hookbox_core::{
-    Advance, Delivery, Handler, HandlerError, Inbox, Message, OutboxStore, VersionGuard,
+    Advance, Delivery, Handler, HandlerError, Inbox, InboxAdmin, Message, OutboxAdmin, OutboxStore,
+    VersionGuard,
 };
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
@@ -131,10 +132,11 @@ impl DemoConn for AsyncPgConnection {
     }
 }
 
-/// A store the demo runs on: the hookbox traits on one connection type, and a way to
-/// check a connection out for the demo's own tables.
+/// A store the demo runs on: the hookbox traits on one connection type (with the
+/// operator's views, whose counts the demo reports), and a way to check a
+/// connection out for the demo's own tables.
 pub(crate) trait DemoStore<C: DemoConn>:
-    Inbox<Conn = C> + VersionGuard<Conn = C> + OutboxStore + Clone + 'static
+    Inbox<Conn = C> + VersionGuard<Conn = C> + OutboxStore + InboxAdmin + OutboxAdmin + Clone + 'static
 {
     /// A pooled connection.
     type Pooled: DerefMut<Target = C> + Send;

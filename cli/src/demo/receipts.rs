@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use hookbox_axum::axum;
 use hookbox_core::http::{HeaderMap, StatusCode};
-use hookbox_core::{OutboxStats, OutboxStore, RetryPolicy};
+use hookbox_core::{OutboxAdmin, OutboxStats, OutboxStore, RetryPolicy};
 use hookbox_outbox::{HttpSink, RelayPolicy, Sinks, run_relay};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -137,7 +137,7 @@ impl Receipts {
     /// Starts the sink, the relays and the chaos, seeded by `seed`.
     pub(crate) async fn start<S>(store: &S, seed: u64) -> Result<Self, Failure>
     where
-        S: OutboxStore + Clone + 'static,
+        S: OutboxStore + OutboxAdmin + Clone + 'static,
     {
         let sink = SinkServer::start().await?;
         let sinks = Sinks::new().with(SINK, HttpSink::new(&sink.url)?);
@@ -187,7 +187,7 @@ impl Receipts {
 
     /// Stops the crashes, waits until the outbox has nothing pending (or
     /// `deadline`), stops the relays gracefully and the sink, and returns the tally.
-    pub(crate) async fn finish<S: OutboxStore>(
+    pub(crate) async fn finish<S: OutboxAdmin>(
         self,
         store: &S,
         deadline: Duration,
@@ -196,7 +196,7 @@ impl Receipts {
         let relays = self.chaos.await?;
         let until = tokio::time::Instant::now() + deadline;
         let drained = loop {
-            if store.outbox_stats().await?.pending == 0 {
+            if store.stats().await?.pending == 0 {
                 break true;
             }
             if tokio::time::Instant::now() >= until {
@@ -212,7 +212,7 @@ impl Receipts {
         self.sink.stop().await;
         let keys_applied = seen.keys.lock().map(|keys| keys.len()).unwrap_or(0) as u64;
         Ok(ReceiptTally {
-            outbox: store.outbox_stats().await?,
+            outbox: store.stats().await?,
             requests: seen.requests.load(Ordering::Relaxed),
             keys_applied,
             absorbed: seen.absorbed.load(Ordering::Relaxed),

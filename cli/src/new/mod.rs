@@ -10,8 +10,8 @@
 //! explicit version, and hookbox's crates taken from crates.io, a checkout
 //! (`--hookbox-path`) or a git repository (`--hookbox-git`).
 //!
-//! The parts: [`build`] (what the project builds with by default and where its
-//! hookbox crates come from), [`manifest`] (its Cargo.toml), [`readme`] (its
+//! The parts: [`build`](mod@build) (what the project builds with by default and where its
+//! hookbox crates come from), [`manifest`](mod@manifest) (its Cargo.toml), [`readme`](mod@readme) (its
 //! README.md); the unit tests are in `tests.rs`.
 
 #![allow(clippy::print_stdout)] // the list of written files and the next steps

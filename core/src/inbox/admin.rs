@@ -1,91 +1,129 @@
-//! [`InboxAdmin`]: an operator's view of any store's inbox, as one object-safe trait.
+//! [`InboxAdmin`]: the operator's verbs on a store's inbox, as one object-safe
+//! trait each store implements.
+
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 
 use super::row::{InboxFilter, InboxStats, StoredDelivery};
-use super::store::Inbox;
-use crate::store::{AnyStoreError, BoxFuture, IdempotencyStore, Purged};
+use crate::purge::Purged;
+use crate::store::{AnyStoreError, BoxFuture};
 
-/// An operator's view of an inbox (list, show, replay, dead letters, purge, stats),
-/// usable as `&dyn InboxAdmin` so a command-line tool or an admin page needs no enum
-/// over backends. Implemented for every store that is an [`Inbox`] and an
-/// [`IdempotencyStore`].
+/// The operator's verbs on an inbox: `stats`, `list`, `get`, `replay`,
+/// `replay_matching` and `purge`, the same six as
+/// [`OutboxAdmin`](crate::OutboxAdmin)'s on an outbox.
+///
+/// Object-safe, with every error boxed as [`AnyStoreError`], so a command-line tool
+/// or an admin page holds a `&dyn InboxAdmin` (or a `Box<dyn InboxAdmin>`) and
+/// needs no enum over backends. Each store implements it beside the SQL it runs
+/// (`hookbox-sqlite`, `hookbox-diesel-pg`; `hookbox-redis-cache`'s `Cached<S>`
+/// forwards to the store it wraps); `Arc<S>`, `Box<S>` and `&S` forward to `S`.
+/// None of these verbs is on the receive or work path ([`Inbox`](crate::Inbox)).
+///
+/// A store value that is also an [`OutboxAdmin`](crate::OutboxAdmin) answers both
+/// traits' verbs: bring only the one you call into scope
+/// (`use hookbox_core::InboxAdmin as _;`), or name it
+/// (`InboxAdmin::stats(&store)`).
+///
+/// # Contract
+/// - Every verb runs on a pooled connection, in short statements of its own,
+///   never inside a worker's or a caller's transaction.
+/// - Only [`replay`](InboxAdmin::replay), [`replay_matching`](InboxAdmin::replay_matching)
+///   and [`purge`](InboxAdmin::purge) write; a replay touches dead letters only
+///   (never a processed row, so nothing applied is applied again by it).
 pub trait InboxAdmin: Send + Sync {
-    /// Returns the backlog, processed and dead-letter counts.
+    /// Returns the backlog (rows neither processed nor dead, and the oldest one's
+    /// arrival), processed and dead-letter counts.
     ///
     /// # Errors
     /// The database failed.
     fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>>;
 
-    /// Returns up to `limit` rows that match `filter`.
+    /// Returns up to `limit` rows that `filter` selects, in its order: pending by
+    /// due time, processed newest first, dead letters oldest first, all newest
+    /// first (see [`InboxFilter`]).
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed, or a row could not be read back (the error names it).
     fn list(
         &self,
         filter: InboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>>;
 
-    /// Returns one row by id.
+    /// Returns one row by id; `None` when there is none.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed, or the row could not be read back.
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>>;
 
-    /// Makes one dead letter due again; `false` when `id` is not a dead letter.
+    /// Makes one dead letter due now with its attempts reset (its `last_error` is
+    /// kept until the next failure replaces it); `false` when `id` is not a dead
+    /// letter (no such row, pending, or processed), in which case nothing changed.
     ///
     /// # Errors
     /// The database failed.
     fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>>;
 
-    /// Makes every dead letter due again; returns how many.
+    /// Makes every dead letter among the rows `filter` selects due now, as
+    /// [`replay`](InboxAdmin::replay) does one; returns how many. Rows that are not
+    /// dead letters are left as they are, so [`InboxFilter::Dead`] and
+    /// [`InboxFilter::All`] replay every dead letter, and [`InboxFilter::Pending`]
+    /// and [`InboxFilter::Processed`] none.
     ///
     /// # Errors
-    /// The database failed.
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
+    /// The database failed; nothing was replayed.
+    fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 
-    /// Deletes what the retention policy lets go (see [`IdempotencyStore::purge`]).
+    /// Deletes what the store's retention lets go at `now`: the operator's door to
+    /// the store's [`Purge`](crate::Purge), with the same contract (keys, processed
+    /// rows and sent outbox messages past their cutoffs; unprocessed rows, dead
+    /// letters and unsent messages never).
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed; what was already deleted stays deleted.
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>>;
 }
 
-impl<S: Inbox + IdempotencyStore> InboxAdmin for S {
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>> {
-        Box::pin(async move { Inbox::stats(self).await.map_err(AnyStoreError::new) })
-    }
+// `Arc<S>`, `Box<S>` and `&S` (a `dyn InboxAdmin` among them) are the view itself.
+macro_rules! forward_inbox_admin {
+    ($($ty:ty),*) => {$(
+        impl<S: InboxAdmin + ?Sized> InboxAdmin for $ty {
+            fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>> {
+                (**self).stats()
+            }
 
-    fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
-        Box::pin(async move {
-            Inbox::list(self, filter, limit)
-                .await
-                .map_err(AnyStoreError::new)
-        })
-    }
+            fn list(
+                &self,
+                filter: InboxFilter,
+                limit: u32,
+            ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
+                (**self).list(filter, limit)
+            }
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
-        Box::pin(async move { Inbox::get(self, id).await.map_err(AnyStoreError::new) })
-    }
+            fn get(
+                &self,
+                id: i64,
+            ) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
+                (**self).get(id)
+            }
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>> {
-        Box::pin(async move { Inbox::replay(self, id).await.map_err(AnyStoreError::new) })
-    }
+            fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>> {
+                (**self).replay(id)
+            }
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        Box::pin(async move { Inbox::replay_all(self).await.map_err(AnyStoreError::new) })
-    }
+            fn replay_matching(
+                &self,
+                filter: InboxFilter,
+            ) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).replay_matching(filter)
+            }
 
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
-        Box::pin(async move {
-            IdempotencyStore::purge(self, now)
-                .await
-                .map_err(AnyStoreError::new)
-        })
-    }
+            fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
+                (**self).purge(now)
+            }
+        }
+    )*};
 }
+
+forward_inbox_admin!(Arc<S>, Box<S>, &S);

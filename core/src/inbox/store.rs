@@ -1,6 +1,8 @@
 //! [`Inbox`]: the trait a store implements to receive deliveries and work them.
+//! The operator's verbs (list, show, replay, stats, purge) are
+//! [`InboxAdmin`](super::InboxAdmin)'s.
 
-use super::row::{InboxFilter, InboxStats, Received, StoredDelivery, Worked};
+use super::row::{Received, Worked};
 use crate::batch::{BatchLimits, RowOutcome};
 use crate::handler::{Handler, HandlerError};
 use crate::store::{BoxFuture, Store};
@@ -21,7 +23,8 @@ pub type ErasedHandler<'a, C> = dyn for<'c> Fn(&'c mut C, &'c Delivery) -> BoxFu
 ///   with the row's transaction connection, and commits the handler's writes with
 ///   `processed_at`, or neither. A worker killed mid-transaction leaves the row
 ///   unprocessed for another worker.
-/// - A dead letter is never retried and never blocks the rows behind it.
+/// - A dead letter is never retried (until an operator replays it through
+///   [`InboxAdmin`](super::InboxAdmin)) and never blocks the rows behind it.
 pub trait Inbox: Store {
     /// Stores a verified delivery: one insert, durable before it returns.
     ///
@@ -102,49 +105,6 @@ pub trait Inbox: Store {
     fn worker_concurrency(&self) -> u32 {
         1
     }
-
-    /// Returns one row by id.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>>;
-
-    /// Returns up to `limit` rows that match `filter`, in the filter's order.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>>;
-
-    /// Returns up to `limit` dead letters, oldest first.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn dead_letters(&self, limit: u32) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>> {
-        self.list(InboxFilter::Dead, limit)
-    }
-
-    /// Makes one dead letter due again with its attempts reset; `false` when `id` is
-    /// not a dead letter.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Self::Error>>;
-
-    /// Makes every dead letter due again; returns how many.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, Self::Error>>;
-
-    /// Returns the backlog, processed and dead-letter counts.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Self::Error>>;
 }
 
 // `Arc<S>` and `&S` are the inbox itself.
@@ -168,30 +128,6 @@ macro_rules! forward_inbox {
 
             fn worker_concurrency(&self) -> u32 {
                 (**self).worker_concurrency()
-            }
-
-            fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, Self::Error>> {
-                (**self).get(id)
-            }
-
-            fn list(
-                &self,
-                filter: InboxFilter,
-                limit: u32,
-            ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, Self::Error>> {
-                (**self).list(filter, limit)
-            }
-
-            fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, Self::Error>> {
-                (**self).replay(id)
-            }
-
-            fn replay_all(&self) -> BoxFuture<'_, Result<u64, Self::Error>> {
-                (**self).replay_all()
-            }
-
-            fn stats(&self) -> BoxFuture<'_, Result<InboxStats, Self::Error>> {
-                (**self).stats()
             }
         }
     )*};

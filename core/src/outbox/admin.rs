@@ -1,94 +1,139 @@
-//! [`OutboxAdmin`]: an operator's view of any store's outbox, as one object-safe
-//! trait.
+//! [`OutboxAdmin`]: the operator's verbs on a store's outbox, as one object-safe
+//! trait each store implements.
+
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 
 use super::message::MessageId;
 use super::row::{OutboxFilter, OutboxMessage, OutboxStats};
-use super::store::OutboxStore;
 use crate::store::{AnyStoreError, BoxFuture};
 
-/// An operator's view of an outbox, usable as `&dyn OutboxAdmin` so one command
-/// serves every backend. Implemented for every [`OutboxStore`].
+/// The operator's verbs on an outbox: `stats`, `list`, `get`, `replay`,
+/// `replay_matching` and `purge`, the same six as
+/// [`InboxAdmin`](crate::InboxAdmin)'s on an inbox.
+///
+/// Object-safe, with every error boxed as [`AnyStoreError`], so one command holds a
+/// `&dyn OutboxAdmin` (or a `Box<dyn OutboxAdmin>`) for every backend. Each store
+/// implements it beside the SQL it runs (`hookbox-sqlite`, `hookbox-diesel-pg`;
+/// `hookbox-redis-cache`'s `Cached<S>` forwards to the store it wraps); `Arc<S>`,
+/// `Box<S>` and `&S` forward to `S`. None of these verbs is on the stage or relay
+/// path ([`OutboxStore`](crate::OutboxStore)).
+///
+/// A store value that is also an [`InboxAdmin`](crate::InboxAdmin) answers both
+/// traits' verbs: bring only the one you call into scope
+/// (`use hookbox_core::OutboxAdmin as _;`), or name it
+/// (`OutboxAdmin::stats(&store)`).
+///
+/// # Contract
+/// - Every verb runs on a pooled connection in short statements of its own; none
+///   waits for a relay's send.
+/// - A replay drops any lease on the message, so a relay still holding an old
+///   lease cannot settle it ([`OutboxStore::settle`](crate::OutboxStore::settle)
+///   answers `false`); a pending message is never touched by a replay.
 pub trait OutboxAdmin: Send + Sync {
-    /// Returns the backlog, sent and dead counts.
+    /// Returns the backlog (messages neither sent nor dead, and the oldest one's
+    /// staging time), sent and dead counts.
     ///
     /// # Errors
     /// The database failed.
     fn stats(&self) -> BoxFuture<'_, Result<OutboxStats, AnyStoreError>>;
 
-    /// Returns up to `limit` messages that match `filter`.
+    /// Returns up to `limit` messages that `filter` selects, in its order: pending
+    /// in staging order, sent newest first, dead letters oldest first, all newest
+    /// first (see [`OutboxFilter`]).
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed, or a message could not be read back (the error names
+    /// it).
     fn list(
         &self,
         filter: OutboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>>;
 
-    /// Returns one message by id.
+    /// Returns one message by id; `None` when there is none.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed, or the message could not be read back.
     fn get<'a>(
         &'a self,
         id: &'a MessageId,
     ) -> BoxFuture<'a, Result<Option<OutboxMessage>, AnyStoreError>>;
 
-    /// Makes a dead or sent message due again; `false` when there is none or it is
-    /// pending.
+    /// Makes a dead or sent message due now with its attempts reset and any lease
+    /// dropped (the operator asks for a send again; its `last_error` is kept until
+    /// the next failure replaces it); `false` when there is no such message or it
+    /// is pending, in which case nothing changed.
     ///
     /// # Errors
     /// The database failed.
-    fn retry<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, AnyStoreError>>;
+    fn replay<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, AnyStoreError>>;
 
-    /// Makes every dead message due again; returns how many.
+    /// Makes every dead message among those `filter` selects due now, as
+    /// [`replay`](OutboxAdmin::replay) does one; returns how many. Messages that
+    /// are not dead are left as they are (a sent message is sent again only by
+    /// [`replay`](OutboxAdmin::replay) of its id), so [`OutboxFilter::Dead`] and
+    /// [`OutboxFilter::All`] replay every dead message, and
+    /// [`OutboxFilter::Pending`] and [`OutboxFilter::Sent`] none.
     ///
     /// # Errors
-    /// The database failed.
-    fn retry_dead(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
+    /// The database failed; nothing was replayed.
+    fn replay_matching(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 
-    /// Deletes sent messages past their retention; returns how many.
+    /// Deletes sent messages whose `sent_at` is older than the retention of their
+    /// delivery's provider at `now`
+    /// ([`RetentionPolicy::cutoffs`](crate::RetentionPolicy::cutoffs)), in bounded
+    /// batches; returns how many. Pending and dead messages stay. The outbox's share
+    /// of [`Purge`](crate::Purge), which deletes these with the keys and inbox rows.
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed; what was already deleted stays deleted.
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 }
 
-impl<S: OutboxStore> OutboxAdmin for S {
-    fn stats(&self) -> BoxFuture<'_, Result<OutboxStats, AnyStoreError>> {
-        Box::pin(async move { self.outbox_stats().await.map_err(AnyStoreError::new) })
-    }
+// `Arc<S>`, `Box<S>` and `&S` (a `dyn OutboxAdmin` among them) are the view itself.
+macro_rules! forward_outbox_admin {
+    ($($ty:ty),*) => {$(
+        impl<S: OutboxAdmin + ?Sized> OutboxAdmin for $ty {
+            fn stats(&self) -> BoxFuture<'_, Result<OutboxStats, AnyStoreError>> {
+                (**self).stats()
+            }
 
-    fn list(
-        &self,
-        filter: OutboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
-        Box::pin(async move {
-            self.messages(filter, limit)
-                .await
-                .map_err(AnyStoreError::new)
-        })
-    }
+            fn list(
+                &self,
+                filter: OutboxFilter,
+                limit: u32,
+            ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
+                (**self).list(filter, limit)
+            }
 
-    fn get<'a>(
-        &'a self,
-        id: &'a MessageId,
-    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, AnyStoreError>> {
-        Box::pin(async move { self.message(id).await.map_err(AnyStoreError::new) })
-    }
+            fn get<'a>(
+                &'a self,
+                id: &'a MessageId,
+            ) -> BoxFuture<'a, Result<Option<OutboxMessage>, AnyStoreError>> {
+                (**self).get(id)
+            }
 
-    fn retry<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, AnyStoreError>> {
-        Box::pin(async move { self.retry_message(id).await.map_err(AnyStoreError::new) })
-    }
+            fn replay<'a>(
+                &'a self,
+                id: &'a MessageId,
+            ) -> BoxFuture<'a, Result<bool, AnyStoreError>> {
+                (**self).replay(id)
+            }
 
-    fn retry_dead(&self) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        Box::pin(async move { self.retry_dead_messages().await.map_err(AnyStoreError::new) })
-    }
+            fn replay_matching(
+                &self,
+                filter: OutboxFilter,
+            ) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).replay_matching(filter)
+            }
 
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        Box::pin(async move { self.purge_sent(now).await.map_err(AnyStoreError::new) })
-    }
+            fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).purge(now)
+            }
+        }
+    )*};
 }
+
+forward_outbox_admin!(Arc<S>, Box<S>, &S);

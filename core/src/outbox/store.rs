@@ -1,15 +1,14 @@
 //! [`OutboxStore`]: the trait a store implements to stage, lease and settle
 //! messages, and [`Outbox`], the handle a handler stages through (each needs the
-//! other).
+//! other). The operator's verbs (list, show, replay, stats, purge) are
+//! [`OutboxAdmin`](super::OutboxAdmin)'s.
 
 use std::time::Duration;
 
 use time::OffsetDateTime;
 
 use super::message::{Message, MessageId};
-use super::row::{
-    Lease, Leased, OutboxFilter, OutboxMessage, OutboxStats, Settlement, Staged, StagedMessage,
-};
+use super::row::{Lease, Leased, Settlement, Staged, StagedMessage};
 use crate::DedupeKey;
 use crate::store::{BoxFuture, Store};
 
@@ -80,8 +79,9 @@ impl<'s, S: OutboxStore + ?Sized> Outbox<'s, S> {
 ///   it or when it expires (the relay's process died).
 /// - [`OutboxStore::lease`] never returns a message while an earlier message with
 ///   the same ordering key is neither sent nor dead.
-/// - Sent messages are purged with the store's retention; pending and dead ones
-///   never are.
+/// - Sent messages are purged with the store's retention
+///   ([`Purge`](crate::Purge), [`OutboxAdmin::purge`](super::OutboxAdmin::purge));
+///   pending and dead ones never are.
 pub trait OutboxStore: Store {
     /// Inserts `message` on `conn`, inside the caller's transaction; a message with
     /// the same id already there is kept and [`Staged::AlreadyStaged`] returned.
@@ -117,7 +117,7 @@ pub trait OutboxStore: Store {
     ) -> BoxFuture<'_, Result<Vec<Leased>, Self::Error>>;
 
     /// Records how a leased message's send ended; `false` when the lease is no longer
-    /// held (it expired and another relay took the message, or an operator retried
+    /// held (it expired and another relay took the message, or an operator replayed
     /// it), in which case nothing changed.
     ///
     /// # Errors
@@ -150,52 +150,6 @@ pub trait OutboxStore: Store {
             Ok(settled)
         })
     }
-
-    /// Returns one message by id.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn message<'a>(
-        &'a self,
-        id: &'a MessageId,
-    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, Self::Error>>;
-
-    /// Returns up to `limit` messages that match `filter`, in the filter's order.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn messages(
-        &self,
-        filter: OutboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, Self::Error>>;
-
-    /// Makes a dead or sent message due again with its attempts reset (the operator
-    /// asks for a resend); `false` when there is no such message or it is pending.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, Self::Error>>;
-
-    /// Makes every dead message due again; returns how many.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, Self::Error>>;
-
-    /// Returns the backlog, sent and dead counts.
-    ///
-    /// # Errors
-    /// The database failed.
-    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, Self::Error>>;
-
-    /// Deletes sent messages whose `sent_at` is older than the retention of their
-    /// delivery's provider, in bounded batches; returns how many. Pending and dead
-    /// messages stay.
-    ///
-    /// # Errors
-    /// The database failed; what was already deleted stays deleted.
-    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, Self::Error>>;
 }
 
 // `Arc<S>` and `&S` are the outbox itself.
@@ -234,40 +188,6 @@ macro_rules! forward_outbox {
                 now: OffsetDateTime,
             ) -> BoxFuture<'a, Result<Vec<bool>, Self::Error>> {
                 (**self).settle_many(settlements, now)
-            }
-
-            fn message<'a>(
-                &'a self,
-                id: &'a MessageId,
-            ) -> BoxFuture<'a, Result<Option<OutboxMessage>, Self::Error>> {
-                (**self).message(id)
-            }
-
-            fn messages(
-                &self,
-                filter: OutboxFilter,
-                limit: u32,
-            ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, Self::Error>> {
-                (**self).messages(filter, limit)
-            }
-
-            fn retry_message<'a>(
-                &'a self,
-                id: &'a MessageId,
-            ) -> BoxFuture<'a, Result<bool, Self::Error>> {
-                (**self).retry_message(id)
-            }
-
-            fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, Self::Error>> {
-                (**self).retry_dead_messages()
-            }
-
-            fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, Self::Error>> {
-                (**self).outbox_stats()
-            }
-
-            fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, Self::Error>> {
-                (**self).purge_sent(now)
             }
         }
     )*};

@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::fixtures::{credit_handler, delivery, find_by_key};
 use super::{Harness, SuiteConfig};
 use crate::spi::RowResult;
-use crate::{Advance, BatchLimits, Delivery, HandlerError, Inbox, VersionGuard, WorkerOptions};
+use crate::{
+    Advance, BatchLimits, Delivery, HandlerError, Inbox, InboxAdmin, VersionGuard, WorkerOptions,
+};
 
 /// Bounds wide enough that a loaded test machine still runs the whole batch.
 fn whole_batch(rows: u32) -> BatchLimits {

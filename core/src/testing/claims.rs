@@ -9,8 +9,8 @@ use time::OffsetDateTime;
 use super::fixtures::{credit_handler, credit_once, delivery, drain, in_transaction, key};
 use super::{Harness, SuiteConfig};
 use crate::{
-    Advance, Claim, DedupeKey, IdempotencyStore, Inbox, ProcessError, ProcessResult, Processed,
-    Received, RetentionPolicy, StoreError, TimestampAdvance, VersionGuard,
+    Advance, Claim, DedupeKey, IdempotencyStore, Inbox, InboxAdmin, ProcessError, ProcessResult,
+    Processed, Purge, Received, RetentionPolicy, StoreError, TimestampAdvance, VersionGuard,
 };
 
 /// Checklist 1 and "first claim wins": the same event twice is applied once.
@@ -287,7 +287,7 @@ pub async fn check_day_old_replay_is_still_caught<H: Harness>() {
     drain(&h, &credit_handler::<H>).await;
 
     let a_day_later = OffsetDateTime::now_utc() + Duration::from_secs(86_400);
-    h.store().purge(a_day_later).await.unwrap();
+    Purge::purge(h.store(), a_day_later).await.unwrap();
     assert_eq!(
         credit_once(&h, &k, "acct").await.unwrap(),
         Processed::Duplicate
@@ -326,7 +326,7 @@ pub async fn check_purge_keeps_keys_for_the_provider_minimum<H: Harness>() {
     let now = OffsetDateTime::now_utc();
     let just_inside = now + four_hours - Duration::from_secs(60);
     assert_eq!(
-        h.store().purge(just_inside).await.unwrap(),
+        Purge::purge(h.store(), just_inside).await.unwrap(),
         crate::Purged::default()
     );
     assert_eq!(
@@ -335,7 +335,7 @@ pub async fn check_purge_keeps_keys_for_the_provider_minimum<H: Harness>() {
     );
 
     let past = now + four_hours + Duration::from_secs(60);
-    let purged = h.store().purge(past).await.unwrap();
+    let purged = Purge::purge(h.store(), past).await.unwrap();
     assert_eq!(
         purged.keys, 5,
         "batches of 2 still delete every expired key"
@@ -369,15 +369,12 @@ pub async fn check_purge_uses_the_default_for_providers_without_a_rule<H: Harnes
         );
     }
     let now = OffsetDateTime::now_utc();
-    let purged = h
-        .store()
-        .purge(now + Duration::from_secs(2 * 3600))
+    let purged = Purge::purge(h.store(), now + Duration::from_secs(2 * 3600))
         .await
         .unwrap();
     assert_eq!(purged.keys, 1, "only shopify's hour has passed");
-    let purged = h
-        .store()
-        .purge(now + Duration::from_secs(31 * 86_400))
+    // the operator's door purges the same
+    let purged = InboxAdmin::purge(h.store(), now + Duration::from_secs(31 * 86_400))
         .await
         .unwrap();
     assert_eq!(purged.keys, 2, "stripe and acme at 30 days");

@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 
 use super::Harness;
 use crate::{
-    DedupeKey, Delivery, Handler, HandlerError, IdempotencyStore, Inbox, KeptHeaders,
+    DedupeKey, Delivery, Handler, HandlerError, IdempotencyStore, Inbox, InboxAdmin, KeptHeaders,
     ProcessResult, Processed, SideEffect, StoredDelivery, VerifiedDelivery, Worked,
 };
 

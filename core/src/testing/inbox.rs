@@ -13,8 +13,8 @@ use super::fixtures::{
 };
 use super::{Harness, SuiteConfig};
 use crate::{
-    DedupeKey, Delivery, Handler, HandlerError, IdempotencyStore, Inbox, InboxFilter, KeptHeaders,
-    Processed, Received, StoredDelivery, VerifiedDelivery, Worked,
+    DedupeKey, Delivery, Handler, HandlerError, IdempotencyStore, Inbox, InboxAdmin, InboxFilter,
+    KeptHeaders, Processed, Received, StoredDelivery, VerifiedDelivery, Worked,
 };
 
 /// Inbox receive: one row per delivery, both outcomes durable.
@@ -237,7 +237,10 @@ pub async fn check_list_filters_and_orders_rows<H: Harness>() {
     assert_eq!(processed, ["a", "c"]);
     assert_eq!(list(InboxFilter::All, 10).await, ["d", "c", "b", "a"]);
     assert_eq!(list(InboxFilter::All, 2).await, ["d", "c"]);
-    assert_eq!(h.store().dead_letters(10).await.unwrap().len(), 1);
+    assert_eq!(
+        h.store().list(InboxFilter::Dead, 10).await.unwrap().len(),
+        1
+    );
 }
 
 /// One handler serves both modes: the same handler value runs inline, wrapped in

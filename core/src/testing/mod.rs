@@ -11,7 +11,7 @@
 //!
 //! That is one `#[tokio::test]` per check. The checks are the seed's testing
 //! checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`],
-//! [`Inbox`] and [`OutboxStore`]; every check runs for every backend, and a capability changes what a
+//! [`Inbox`], [`OutboxStore`], [`Purge`], [`InboxAdmin`] and [`OutboxAdmin`]; every check runs for every backend, and a capability changes what a
 //! check expects (a leased row comes back when its lease expires, a row locked by a
 //! transaction at once), never whether it runs. The one check a harness may leave
 //! out is checklist 6, which needs a provider crate to sign with
@@ -36,8 +36,9 @@ use bytes::Bytes;
 use time::OffsetDateTime;
 
 use crate::{
-    BoxFuture, Claim, DedupeKey, IdempotencyStore, Inbox, OutboxStore, Provider, RetentionPolicy,
-    RetryPolicy, Signer, StoreError, VerifiedDelivery, VersionGuard,
+    BoxFuture, Claim, DedupeKey, IdempotencyStore, Inbox, InboxAdmin, OutboxAdmin, OutboxStore,
+    Provider, Purge, RetentionPolicy, RetryPolicy, Signer, StoreError, VerifiedDelivery,
+    VersionGuard,
 };
 
 pub use batch::{
@@ -79,7 +80,8 @@ pub use outbox::{
 pub use worker::{
     check_attempts_count_failures_only, check_concurrent_workers_apply_each_row_once,
     check_last_error_keeps_the_cause_chain, check_poison_event_dead_letters_while_others_flow,
-    check_replay_all, check_worker_killed_mid_transaction_applies_once,
+    check_replay_matching_replays_dead_letters_only,
+    check_worker_killed_mid_transaction_applies_once,
 };
 
 /// How the suite wants a store configured for one check.
@@ -235,11 +237,15 @@ pub trait Harness: Send + Sync + Sized + 'static {
     type Conn: Send;
     /// The store's error.
     type Error: StoreError;
-    /// The store: every store trait over one connection type.
+    /// The store: every store trait over one connection type, with its retention
+    /// and its operator's views.
     type Store: IdempotencyStore<Conn = Self::Conn, Error = Self::Error>
         + VersionGuard
         + Inbox
         + OutboxStore
+        + Purge
+        + InboxAdmin
+        + OutboxAdmin
         + 'static;
 
     /// Where this backend differs from others the suite allows for.
@@ -358,7 +364,7 @@ macro_rules! conformance_tests {
             list_filters_and_orders_rows => check_list_filters_and_orders_rows();
             one_handler_serves_both_modes => check_one_handler_serves_both_modes();
             poison_event_dead_letters_while_others_flow => check_poison_event_dead_letters_while_others_flow();
-            replay_all => check_replay_all();
+            replay_matching_replays_dead_letters_only => check_replay_matching_replays_dead_letters_only();
             attempts_count_failures_only => check_attempts_count_failures_only();
             last_error_keeps_the_cause_chain => check_last_error_keeps_the_cause_chain();
             worker_killed_mid_transaction_applies_once => check_worker_killed_mid_transaction_applies_once();

@@ -12,14 +12,14 @@ use super::Harness;
 use super::fixtures::key;
 use crate::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
 use crate::{
-    DedupeKey, IdempotencyStore, Message, MessageId, OutboxFilter, OutboxStore, ProcessError,
-    Processed,
+    DedupeKey, IdempotencyStore, Message, MessageId, OutboxAdmin, OutboxFilter, OutboxStore,
+    ProcessError, Processed, Purge,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
 
 async fn all_messages<H: Harness>(h: &H) -> Vec<crate::OutboxMessage> {
-    h.store().messages(OutboxFilter::All, 1_000).await.unwrap()
+    h.store().list(OutboxFilter::All, 1_000).await.unwrap()
 }
 
 async fn lease_now<H: Harness>(h: &H, now: OffsetDateTime) -> Vec<Leased> {
@@ -163,14 +163,14 @@ pub async fn check_outbox_expired_lease_goes_to_another_relay<H: Harness>() {
         .await
         .unwrap();
     assert!(!stale, "the expired holder cannot settle");
-    assert_eq!(h.store().outbox_stats().await.unwrap().sent, 0);
+    assert_eq!(h.store().stats().await.unwrap().sent, 0);
     let settled = h
         .store()
         .settle(second[0].lease, Settlement::Sent, later)
         .await
         .unwrap();
     assert!(settled);
-    let row = h.store().message(&staged[0]).await.unwrap().unwrap();
+    let row = h.store().get(&staged[0]).await.unwrap().unwrap();
     assert_eq!(row.state(), "sent");
     assert!(
         lease_now(&h, later + LEASE * 4).await.is_empty(),
@@ -277,24 +277,46 @@ pub async fn check_outbox_dead_letter_is_kept_and_retried_on_request<H: Harness>
     );
     assert!(lease_now(&h, now + LEASE * 4).await.is_empty());
 
-    let stats = h.store().outbox_stats().await.unwrap();
+    let stats = h.store().stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 1, 1));
-    let listed = h.store().messages(OutboxFilter::Dead, 10).await.unwrap();
+    let listed = h.store().list(OutboxFilter::Dead, 10).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, staged[0]);
     assert_eq!(listed[0].last_error.as_deref(), Some("422 from the CRM"));
     assert_eq!(listed[0].state(), "dead");
 
-    assert!(h.store().retry_message(&staged[0]).await.unwrap());
+    for filter in [OutboxFilter::Pending, OutboxFilter::Sent] {
+        assert_eq!(
+            h.store().replay_matching(filter).await.unwrap(),
+            0,
+            "{filter:?} selects no dead message"
+        );
+    }
+    assert_eq!(h.store().stats().await.unwrap(), stats, "nothing changed");
+
+    assert!(h.store().replay(&staged[0]).await.unwrap());
     assert!(
-        !h.store().retry_message(&staged[0]).await.unwrap(),
+        !h.store().replay(&staged[0]).await.unwrap(),
         "pending already"
     );
-    let again = lease_now(&h, OffsetDateTime::now_utc() + Duration::from_secs(1)).await;
+    let later = OffsetDateTime::now_utc() + Duration::from_secs(1);
+    let again = lease_now(&h, later).await;
     assert_eq!(ids(&again), vec![staged[0].clone()]);
-    assert_eq!(again[0].message.attempts, 1, "a retry resets the attempts");
+    assert_eq!(again[0].message.attempts, 1, "a replay resets the attempts");
     let unknown = MessageId::from_stored("0".repeat(32));
-    assert!(!h.store().retry_message(&unknown).await.unwrap());
+    assert!(!h.store().replay(&unknown).await.unwrap());
+
+    // dead again: every dead message among those the filter selects is replayed
+    assert!(h.store().settle(again[0].lease, dead, later).await.unwrap());
+    for filter in [OutboxFilter::Dead, OutboxFilter::All] {
+        assert_eq!(h.store().replay_matching(filter).await.unwrap(), 1);
+        let stats = h.store().stats().await.unwrap();
+        assert_eq!((stats.pending, stats.sent, stats.dead), (1, 1, 0));
+        let round = lease_now(&h, later + Duration::from_secs(1)).await;
+        assert_eq!(ids(&round), vec![staged[0].clone()]);
+        assert_eq!(round[0].message.attempts, 1);
+        assert!(h.store().settle(round[0].lease, dead, later).await.unwrap());
+    }
 }
 
 /// The purge deletes sent messages past their retention and keeps pending and dead
@@ -325,12 +347,12 @@ pub async fn check_outbox_purge_keeps_unsent_and_dead<H: Harness>() {
         );
     }
     assert_eq!(
-        h.store().purge_sent(now).await.unwrap(),
+        OutboxAdmin::purge(h.store(), now).await.unwrap(),
         0,
         "within retention"
     );
     let far = now + Duration::from_secs(400 * 24 * 3600);
-    let purged = h.store().purge(far).await.unwrap();
+    let purged = Purge::purge(h.store(), far).await.unwrap();
     assert_eq!(purged.outbox_messages, 1, "only the sent message goes");
     let left: Vec<_> = all_messages(&h)
         .await
@@ -381,10 +403,7 @@ pub async fn check_outbox_messages_read_back_exactly<H: Harness>() {
     assert_eq!(row.headers.get("x-legacy"), Some(&latin1));
     assert_eq!(row.headers.get("x-tenant").unwrap(), "7");
     assert_eq!((row.attempts, row.sent_at, row.dead_at), (0, None, None));
-    assert_eq!(
-        h.store().message(&row.id).await.unwrap().as_ref(),
-        Some(row)
-    );
+    assert_eq!(h.store().get(&row.id).await.unwrap().as_ref(), Some(row));
 
     // a tenant-scoped key reads back with its tenant
     let scoped = DedupeKey::new("shops", "shopify", "wh_1").with_tenant("shop-1.myshopify.com");
@@ -399,7 +418,7 @@ pub async fn check_outbox_messages_read_back_exactly<H: Harness>() {
         .await
         .unwrap();
     let id = MessageId::derive(&scoped, "receipts", 0);
-    let back = h.store().message(&id).await.unwrap().unwrap();
+    let back = h.store().get(&id).await.unwrap().unwrap();
     assert_eq!(back.key, scoped);
     let lease = Lease {
         seq: back.seq,
@@ -455,7 +474,7 @@ pub async fn check_outbox_settle_many_records_each_outcome<H: Harness>() {
     let h = &h;
     let state = |id: &MessageId| {
         let id = id.clone();
-        async move { h.store().message(&id).await.unwrap().unwrap() }
+        async move { h.store().get(&id).await.unwrap().unwrap() }
     };
     assert_eq!(state(&staged[0]).await.state(), "sent");
     let retried = state(&staged[1]).await;

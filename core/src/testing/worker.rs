@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 
 use super::fixtures::{credit_handler, delivery, drain, find_by_key};
 use super::{Harness, Reclaim, SuiteConfig};
-use crate::{Delivery, HandlerError, IdempotencyStore, Inbox, Worked};
+use crate::{Delivery, HandlerError, Inbox, InboxAdmin, InboxFilter, Purge, Worked};
 
 /// Checklist 8: a poison event becomes a dead letter after the attempt limit while
 /// the events behind it keep flowing; replay after a fix applies it once.
@@ -52,7 +52,7 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
     let stats = h.store().stats().await.unwrap();
     assert_eq!((stats.pending, stats.dead, stats.processed), (0, 1, 3));
 
-    let letters = h.store().dead_letters(10).await.unwrap();
+    let letters = h.store().list(InboxFilter::Dead, 10).await.unwrap();
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
     assert_eq!(letter.key.delivery_id(), "evt_poison");
@@ -68,8 +68,12 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
 
     // a dead letter is never purged, however old
     let next_year = OffsetDateTime::now_utc() + Duration::from_secs(365 * 86_400);
-    h.store().purge(next_year).await.unwrap();
-    assert_eq!(h.store().dead_letters(10).await.unwrap().len(), 1);
+    Purge::purge(h.store(), next_year).await.unwrap();
+    InboxAdmin::purge(h.store(), next_year).await.unwrap();
+    assert_eq!(
+        h.store().list(InboxFilter::Dead, 10).await.unwrap().len(),
+        1
+    );
 
     // after the fix: replay, and the fixed handler applies it once
     let fixed = async |conn: &mut H::Conn, _: &Delivery| -> Result<(), HandlerError> {
@@ -86,22 +90,56 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
     assert_eq!(h.store().stats().await.unwrap().dead, 0);
 }
 
-/// `replay_all` makes every dead letter due again.
-pub async fn check_replay_all<H: Harness>() {
+/// `replay_matching` makes every dead letter among the rows its filter selects due
+/// again, and touches no other row: `Pending` and `Processed` replay none, `Dead`
+/// and `All` every one.
+pub async fn check_replay_matching_replays_dead_letters_only<H: Harness>() {
     let h = H::setup(SuiteConfig::with_max_attempts(1)).await;
     for i in 0..3 {
         let d = delivery(&format!("evt_dead_{i}"), "poison");
         h.store().receive(&d).await.unwrap();
     }
     drain(&h, &credit_handler::<H>).await;
-    assert_eq!(h.store().stats().await.unwrap().dead, 3);
-    assert_eq!(h.store().replay_all().await.unwrap(), 3);
+    h.store().receive(&delivery("evt_ok", "{}")).await.unwrap();
+    drain(&h, &credit_handler::<H>).await;
+    h.store()
+        .receive(&delivery("evt_waiting", "{}"))
+        .await
+        .unwrap();
+    let stats = h.store().stats().await.unwrap();
+    assert_eq!((stats.pending, stats.processed, stats.dead), (1, 1, 3));
+    for filter in [InboxFilter::Pending, InboxFilter::Processed] {
+        assert_eq!(
+            h.store().replay_matching(filter).await.unwrap(),
+            0,
+            "{filter:?} selects no dead letter"
+        );
+    }
+    assert_eq!(h.store().stats().await.unwrap(), stats, "nothing changed");
+    assert_eq!(
+        h.store().replay_matching(InboxFilter::Dead).await.unwrap(),
+        3
+    );
+    let stats = h.store().stats().await.unwrap();
+    assert_eq!((stats.pending, stats.processed, stats.dead), (4, 1, 0));
     let fixed = async |conn: &mut H::Conn, _: &Delivery| -> Result<(), HandlerError> {
         H::credit(conn, "acct", 100).await?;
         Ok(())
     };
-    assert_eq!(drain(&h, &fixed).await, 3);
-    assert_eq!(h.balance("acct").await.unwrap(), 300);
+    assert_eq!(drain(&h, &fixed).await, 4);
+    assert_eq!(h.balance("acct").await.unwrap(), 500);
+
+    // `All` selects every row: its dead letters are replayed, the rest stay
+    let d = delivery("evt_dead_again", "poison");
+    h.store().receive(&d).await.unwrap();
+    drain(&h, &credit_handler::<H>).await;
+    assert_eq!(h.store().stats().await.unwrap().dead, 1);
+    assert_eq!(
+        h.store().replay_matching(InboxFilter::All).await.unwrap(),
+        1
+    );
+    let stats = h.store().stats().await.unwrap();
+    assert_eq!((stats.pending, stats.processed, stats.dead), (1, 5, 0));
 }
 
 /// A successful attempt counts no failure and leaves no error.

@@ -65,7 +65,7 @@ where
 /// use axum::body::Body;
 /// use axum::http::Request;
 /// use hookbox_axum::Webhook;
-/// use hookbox_core::{Inbox, Signer};
+/// use hookbox_core::{InboxAdmin as _, Signer};
 /// use hookbox_github::{GitHub, GitHubSigner};
 /// use hookbox_sqlite::{SqliteOptions, SqliteStore};
 /// use tower::ServiceExt as _;

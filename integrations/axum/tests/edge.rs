@@ -18,7 +18,7 @@ use common::{
 use hookbox_axum::axum::extract::Request;
 use hookbox_axum::axum::middleware::{self, Next};
 use hookbox_axum::{EdgeLimits, Webhook, axum, health_router};
-use hookbox_core::Inbox;
+use hookbox_core::InboxAdmin;
 use tokio::sync::watch;
 
 const SHORT: Duration = Duration::from_millis(500);

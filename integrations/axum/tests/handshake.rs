@@ -14,7 +14,7 @@ use hookbox_core::bytes::Bytes;
 use hookbox_core::http::HeaderMap;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    HandshakeReply, Inbox, Provider, Retention, Verified, VerifiedDelivery, VerifyError,
+    HandshakeReply, InboxAdmin, Provider, Retention, Verified, VerifiedDelivery, VerifyError,
     VerifyOptions,
 };
 use hookbox_github::GitHub;

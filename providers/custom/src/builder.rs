@@ -1,3 +1,5 @@
+//! `SchemeBuilder`: a scheme described piece by piece and validated once, when built.
+
 use std::time::Duration;
 
 use hookbox_core::Retention;

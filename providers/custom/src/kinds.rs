@@ -1,3 +1,5 @@
+//! The small vocabularies of a scheme: algorithm, encoding, time unit and where a value comes from.
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,3 +1,5 @@
+//! Reading the signature header's items, a timestamp and a body field's text.
+
 use hookbox_core::support::{BodyFields, BodyValue};
 
 use crate::kinds::Unit;

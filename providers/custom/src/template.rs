@@ -1,3 +1,5 @@
+//! The signed-content template: `{body}`, `{timestamp}`, `{id}`, `{url}` and literal text.
+
 use crate::error::SchemeError;
 
 /// One piece of the signed content.

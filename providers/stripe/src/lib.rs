@@ -17,7 +17,7 @@
 //! [`VerifyError::MissingDedupeKey`].
 //!
 //! Only `id`, `type` and `data.object.id` are read, by hookbox-core's body-key reader
-//! ([`BodyKeys`](hookbox_core::support::BodyKeys)), which builds no JSON tree and runs
+//! ([`BodyKeys`]), which builds no JSON tree and runs
 //! only once the signature matched, so a new event type or API version verifies.
 //! The scan **stops as soon as those three are settled** (read, or known to be absent):
 //! the rest of the body is authenticated by the signature, and checked when a handler

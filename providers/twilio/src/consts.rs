@@ -1,3 +1,5 @@
+//! The provider's name, retention floor, header names and content types.
+
 use hookbox_core::Retention;
 use hookbox_core::support::HeaderSpec;
 

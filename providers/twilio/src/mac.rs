@@ -1,3 +1,5 @@
+//! The algorithm the settings header selects, the content type, and what is signed after the URL (the sorted form parameters or the body's SHA-256).
+
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use hookbox_core::VerifyError;

@@ -1,3 +1,5 @@
+//! `TwilioSigner`: signs as Twilio does, for tests and `hookbox sign`.
+
 use std::fmt;
 
 use hookbox_core::{Secrets, SignedHeaders, Signer, VerifyError};

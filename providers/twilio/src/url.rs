@@ -1,3 +1,5 @@
+//! The configured public URL: its checks, its spellings with and without the default port, and the URL Twilio calls for a JSON body.
+
 use std::borrow::Cow;
 
 use hookbox_core::VerifyError;

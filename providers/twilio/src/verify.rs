@@ -1,3 +1,5 @@
+//! `Twilio` and its `Provider` implementation: the headers, the signature, then the dedupe key.
+
 use std::fmt;
 
 use hookbox_core::bytes::Bytes;

@@ -1,5 +1,7 @@
-//! Claims, version guards and retention: [`IdempotencyStore`] and [`VersionGuard`]
-//! for [`PgStore`]. The retention's deletes are in [`purge`](crate::purge).
+//! Claims and version guards: [`IdempotencyStore`] and [`VersionGuard`] for
+//! [`PgStore`], with [`Store`] (the connection and error types, the readiness
+//! check, the retention policy). Retention's deletes,
+//! [`Purge`](hookbox_core::Purge), are in [`purge`](crate::purge).
 
 use diesel::prelude::*;
 // `filter` on an upsert: the `WHERE` of `ON CONFLICT DO UPDATE`
@@ -8,13 +10,12 @@ use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookbox_core::spi::ErasedSideEffect;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, Purged, RetentionPolicy,
-    Store, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, RetentionPolicy, Store,
+    TimestampAdvance, VersionGuard,
 };
 use time::OffsetDateTime;
 
 use crate::error::{PgError, TxError};
-use crate::purge::purge;
 use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
 use crate::store::PgStore;
 use crate::watch::statement_failed;
@@ -97,12 +98,6 @@ impl IdempotencyStore for PgStore {
                 TxError::StatementFailed => ProcessError::Store(PgError::StatementFailed),
                 TxError::User(err) => ProcessError::SideEffect(err),
             })
-        }))
-    }
-
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
-        Box::pin(self.with_connection(async move |conn| {
-            purge(conn, self.inner.options.retention(), now).await
         }))
     }
 }

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
-use hookbox_core::StoreError;
+use hookbox_core::{AnyStoreError, BoxFuture, StoreError};
 
 use crate::tls::mode::{SslMode, UnknownSslMode};
 
@@ -227,6 +227,15 @@ impl StoreError for PgError {
             | Self::TlsHandshake { .. } => false,
         }
     }
+}
+
+/// Boxes an operator query with its error as [`AnyStoreError`]: the shape
+/// [`InboxAdmin`](hookbox_core::InboxAdmin) and
+/// [`OutboxAdmin`](hookbox_core::OutboxAdmin) return.
+pub(crate) fn boxed_any<'a, T>(
+    query: impl Future<Output = Result<T, PgError>> + Send + 'a,
+) -> BoxFuture<'a, Result<T, AnyStoreError>> {
+    Box::pin(async move { query.await.map_err(AnyStoreError::new) })
 }
 
 /// What ends a transaction that runs user code (a side effect or a handler): the

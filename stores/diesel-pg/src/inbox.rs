@@ -1,18 +1,19 @@
 //! The inbox on PostgreSQL: [`receive`](Inbox::receive) (one autocommitted insert,
-//! or through the group-commit writers), the operators' reads and replays, and
-//! [`work_batch`](Inbox::work_batch), whose worker (`FOR UPDATE SKIP LOCKED`, a
-//! batch per transaction, each handler in a savepoint) is in [`work`](crate::work).
+//! or through the group-commit writers) and [`work_batch`](Inbox::work_batch),
+//! whose worker (`FOR UPDATE SKIP LOCKED`, a batch per transaction, each handler in
+//! a savepoint) is in [`work`](crate::work); and [`InboxAdmin`], the operators'
+//! reads, replays and counts, beside their SQL.
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::spi::{ErasedHandler, RowOutcome};
 use hookbox_core::{
-    BatchLimits, BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
-    VerifiedDelivery,
+    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxStats, Purge,
+    Purged, Received, StoredDelivery, VerifiedDelivery,
 };
 use time::OffsetDateTime;
 
-use crate::error::PgError;
+use crate::error::{PgError, boxed_any};
 use crate::rows::InboxRow;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
@@ -62,59 +63,60 @@ impl Inbox for PgStore {
     fn worker_concurrency(&self) -> u32 {
         self.inner.options.worker_concurrency()
     }
+}
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, PgError>> {
-        Box::pin(async move {
-            let row = self
-                .with_connection(async |conn| {
-                    inbox::table
-                        .find(id)
-                        .select(InboxRow::as_select())
-                        .first(conn)
-                        .await
-                        .optional()
-                        .map_err(PgError::query)
-                })
-                .await?;
-            row.map(InboxRow::into_delivery).transpose()
+/// One row by id ([`InboxAdmin::get`]).
+async fn get(store: &PgStore, id: i64) -> Result<Option<StoredDelivery>, PgError> {
+    let row = store
+        .with_connection(async |conn| {
+            inbox::table
+                .find(id)
+                .select(InboxRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(PgError::query)
         })
-    }
+        .await?;
+    row.map(InboxRow::into_delivery).transpose()
+}
 
-    fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, PgError>> {
-        Box::pin(async move {
-            let query = inbox::table.select(InboxRow::as_select()).into_boxed();
-            let query = match filter {
-                InboxFilter::Pending => query
-                    .filter(inbox::processed_at.is_null())
-                    .filter(inbox::dead_at.is_null())
-                    .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
-                InboxFilter::Processed => query
-                    .filter(inbox::processed_at.is_not_null())
-                    .order((inbox::processed_at.desc(), inbox::id.desc())),
-                InboxFilter::Dead => query
-                    .filter(inbox::dead_at.is_not_null())
-                    .order((inbox::dead_at.asc(), inbox::id.asc())),
-                InboxFilter::All => query.order(inbox::id.desc()),
-            };
-            let rows = self
-                .with_connection(async |conn| {
-                    query
-                        .limit(i64::from(limit))
-                        .load::<InboxRow>(conn)
-                        .await
-                        .map_err(PgError::query)
-                })
-                .await?;
-            rows.into_iter().map(InboxRow::into_delivery).collect()
+/// Up to `limit` rows in `filter`'s order ([`InboxAdmin::list`]).
+async fn list(
+    store: &PgStore,
+    filter: InboxFilter,
+    limit: u32,
+) -> Result<Vec<StoredDelivery>, PgError> {
+    let query = inbox::table.select(InboxRow::as_select()).into_boxed();
+    let query = match filter {
+        InboxFilter::Pending => query
+            .filter(inbox::processed_at.is_null())
+            .filter(inbox::dead_at.is_null())
+            .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
+        InboxFilter::Processed => query
+            .filter(inbox::processed_at.is_not_null())
+            .order((inbox::processed_at.desc(), inbox::id.desc())),
+        InboxFilter::Dead => query
+            .filter(inbox::dead_at.is_not_null())
+            .order((inbox::dead_at.asc(), inbox::id.asc())),
+        InboxFilter::All => query.order(inbox::id.desc()),
+    };
+    let rows = store
+        .with_connection(async |conn| {
+            query
+                .limit(i64::from(limit))
+                .load::<InboxRow>(conn)
+                .await
+                .map_err(PgError::query)
         })
-    }
+        .await?;
+    rows.into_iter().map(InboxRow::into_delivery).collect()
+}
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, PgError>> {
-        Box::pin(self.with_connection(async move |conn| {
+/// Makes one dead letter due now ([`InboxAdmin::replay`]).
+async fn replay(store: &PgStore, id: i64) -> Result<bool, PgError> {
+    store
+        .with_connection(async move |conn| {
             let replayed = diesel::update(
                 inbox::table
                     .find(id)
@@ -126,11 +128,15 @@ impl Inbox for PgStore {
             .await
             .map_err(PgError::query)?;
             Ok(replayed == 1)
-        }))
-    }
+        })
+        .await
+}
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(self.with_connection(async |conn| {
+/// Makes every dead letter due now; returns how many
+/// ([`InboxAdmin::replay_matching`] of a filter that selects them).
+async fn replay_dead(store: &PgStore) -> Result<u64, PgError> {
+    store
+        .with_connection(async |conn| {
             let replayed = diesel::update(
                 inbox::table
                     .filter(inbox::dead_at.is_not_null())
@@ -141,11 +147,14 @@ impl Inbox for PgStore {
             .await
             .map_err(PgError::query)?;
             Ok(replayed as u64)
-        }))
-    }
+        })
+        .await
+}
 
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, PgError>> {
-        Box::pin(self.with_connection(async |conn| {
+/// The counts ([`InboxAdmin::stats`]), in one statement.
+async fn stats(store: &PgStore) -> Result<InboxStats, PgError> {
+    store
+        .with_connection(async |conn| {
             let row = diesel::sql_query(
                 "SELECT \
                    count(*) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
@@ -164,7 +173,44 @@ impl Inbox for PgStore {
                 dead: row.dead.try_into().unwrap_or(0),
                 oldest_pending: row.oldest_pending,
             })
-        }))
+        })
+        .await
+}
+
+/// The operator's verbs on the inbox, each on a pooled connection; `purge` is the
+/// store's [`Purge`] (in its `purge` module).
+impl InboxAdmin for PgStore {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>> {
+        boxed_any(stats(self))
+    }
+
+    fn list(
+        &self,
+        filter: InboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
+        boxed_any(list(self, filter, limit))
+    }
+
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
+        boxed_any(get(self, id))
+    }
+
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>> {
+        boxed_any(replay(self, id))
+    }
+
+    fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        match filter {
+            // the filters whose rows include dead letters
+            InboxFilter::Dead | InboxFilter::All => boxed_any(replay_dead(self)),
+            // none of their rows is a dead letter
+            InboxFilter::Pending | InboxFilter::Processed => Box::pin(async { Ok(0) }),
+        }
+    }
+
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
+        boxed_any(Purge::purge(self, now))
     }
 }
 

@@ -13,8 +13,7 @@
 //! - [`Inbox`](hookbox_core::Inbox): `receive` is one autocommitted insert; `work_one`
 //!   takes a due row with `FOR UPDATE SKIP LOCKED`, runs your handler in a savepoint,
 //!   and commits `processed_at` with the handler's writes, or rolls the handler back
-//!   and records the failure (attempts, `last_error`, backoff, dead letter); `list`,
-//!   `get`, `replay` and `stats` are the operator's view (also as `&dyn InboxAdmin`).
+//!   and records the failure (attempts, `last_error`, backoff, dead letter).
 //!   The raw body, the verified headers, the event type, the correlation id and the
 //!   signed timestamp are stored at receipt, so a worker's handler sees the same
 //!   [`Delivery`](hookbox_core::Delivery) an inline one would. The headers are kept in
@@ -37,6 +36,12 @@
 //!   Order per key is staging order (`seq`) among messages whose transactions commit
 //!   one after the other; two transactions staging for one key at the same time may
 //!   commit, and so be sent, in either order.
+//! - [`Purge`](hookbox_core::Purge): delete the keys, processed inbox rows and sent
+//!   messages the retention lets go, in short batches.
+//! - [`InboxAdmin`](hookbox_core::InboxAdmin) and
+//!   [`OutboxAdmin`](hookbox_core::OutboxAdmin): the operator's verbs, the same on
+//!   both (`stats`, `list`, `get`, `replay`, `replay_matching`, `purge`), also as
+//!   `&dyn`.
 //!
 //! # Guarantees
 //!

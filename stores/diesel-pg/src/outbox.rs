@@ -2,9 +2,10 @@
 //! connection, leased to relays with `FOR UPDATE SKIP LOCKED` and a lease token,
 //! settled by the lease's holder only, and purged once sent.
 //!
-//! The row and its columns are in [`row`], the operator's queries (one message, the
-//! lists, retries, counts) in [`admin`], the purge of sent messages in
-//! [`purge`](crate::purge).
+//! The row and its columns are in [`row`]; the operator's verbs,
+//! [`OutboxAdmin`](hookbox_core::OutboxAdmin) (one message, the lists, replays,
+//! counts, the purge of sent messages), with their queries in [`admin`]; the
+//! purge's deletes in [`purge`](crate::purge).
 
 mod admin;
 mod row;
@@ -16,14 +17,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
-use hookbox_core::{
-    BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore, error_chain,
-};
+use hookbox_core::{BoxFuture, OutboxStore, error_chain};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use self::row::{OutboxRow, row_columns};
 use crate::error::PgError;
-use crate::purge::purge_sent;
 use crate::store::PgStore;
 
 /// Leases due messages in one autocommitted statement. `$1` is the relay's `now`,
@@ -38,8 +36,9 @@ use crate::store::PgStore;
 ///   for. A row another relay leased and committed after this statement's snapshot
 ///   is locked in its newest version, and PostgreSQL re-checks the `WHERE` of `o` on
 ///   that version (EvalPlanQual): its `leased_until` is now in the future, so it is
-///   left out. `settle` and `retry_message` meet the lease the same way, on the row
-///   lock, so a settle with an old token matches nothing once a new lease committed.
+///   left out. `settle` and an operator's `replay` meet the lease the same way, on
+///   the row lock, so a settle with an old token matches nothing once a new lease
+///   committed.
 /// - Order per key. The `NOT EXISTS` reads earlier rows of the key without locking
 ///   them (`OF o`): a row leased, or being leased, by another relay is still neither
 ///   sent nor dead, so it still holds back every later row of its key. The snapshot
@@ -47,7 +46,7 @@ use crate::store::PgStore;
 ///   committed after the snapshot (a row became sent or dead) is not seen, which
 ///   only holds a later row back until the next call. Within one call, the earliest
 ///   pending row of a key is the only one of its key that can pass. A row becomes
-///   pending again only through `retry_message` / `retry_dead_messages`, an
+///   pending again only through `OutboxAdmin::replay` / `replay_matching`, an
 ///   operator's explicit request to send it again, after the later ones if those
 ///   went meanwhile.
 ///
@@ -327,39 +326,6 @@ impl OutboxStore for PgStore {
                 .map(|(lease, _)| held.contains(&lease.seq))
                 .collect())
         })
-    }
-
-    fn message<'a>(
-        &'a self,
-        id: &'a MessageId,
-    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, PgError>> {
-        Box::pin(admin::message(self, id))
-    }
-
-    fn messages(
-        &self,
-        filter: OutboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, PgError>> {
-        Box::pin(admin::messages(self, filter, limit))
-    }
-
-    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, PgError>> {
-        Box::pin(admin::retry_message(self, id))
-    }
-
-    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(admin::retry_dead_messages(self))
-    }
-
-    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, PgError>> {
-        Box::pin(admin::outbox_stats(self))
-    }
-
-    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, PgError>> {
-        Box::pin(self.with_connection(async move |conn| {
-            purge_sent(conn, self.inner.options.retention(), now).await
-        }))
     }
 }
 

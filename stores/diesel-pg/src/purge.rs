@@ -1,15 +1,18 @@
-//! Retention: the batched deletes that purge expired keys, processed inbox rows
-//! and sent outbox messages, rule by rule and then the rest. Used by
-//! [`IdempotencyStore::purge`](hookbox_core::IdempotencyStore::purge) (everything,
-//! in `claims`) and [`OutboxStore::purge_sent`](hookbox_core::OutboxStore::purge_sent)
-//! (the outbox alone, in `outbox`), which depend on this and not on each other.
+//! Retention: [`Purge`] for [`PgStore`] (expired keys, processed inbox rows and
+//! sent outbox messages), the outbox's own share of it, and the batched deletes
+//! both run on, rule by rule and then the rest
+//! ([`RetentionPolicy::cutoffs`]). The store's [`Purge::purge`] (also the inbox's
+//! [`InboxAdmin::purge`](hookbox_core::InboxAdmin::purge)) and the outbox's
+//! [`OutboxAdmin::purge`](hookbox_core::OutboxAdmin::purge) (in `outbox::admin`)
+//! both start here.
 
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::spi::Cutoffs;
-use hookbox_core::{Purged, RetentionPolicy};
+use hookbox_core::{BoxFuture, Purge, Purged, RetentionPolicy};
 use time::OffsetDateTime;
 
 use crate::error::PgError;
+use crate::store::PgStore;
 
 /// One table's purge statements: `$1` is an array of providers, those a rule names
 /// (`= ANY`), or those without a rule of their own (`<> ALL`); `$2` the cutoff, `$3`
@@ -46,9 +49,20 @@ const PURGE_OUTBOX: Statements = (
 );
 
 /// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
+/// provider, on one pooled connection; unprocessed rows, dead letters and unsent
+/// messages stay.
+impl Purge for PgStore {
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, PgError>> {
+        Box::pin(self.with_connection(async move |conn| {
+            purge_all(conn, self.inner.options.retention(), now).await
+        }))
+    }
+}
+
+/// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
 /// provider, in batches of `policy.batch()` rows per statement, each its own
 /// transaction, so a purge never holds many locks for long.
-pub(crate) async fn purge(
+async fn purge_all(
     conn: &mut AsyncPgConnection,
     policy: &RetentionPolicy,
     now: OffsetDateTime,
@@ -63,7 +77,7 @@ pub(crate) async fn purge(
 }
 
 /// Deletes sent messages past their provider's retention, with the same rules and
-/// batches as the keys and inbox rows ([`purge`] deletes them too).
+/// batches as the keys and inbox rows ([`Purge::purge`] deletes them too).
 pub(crate) async fn purge_sent(
     conn: &mut AsyncPgConnection,
     policy: &RetentionPolicy,

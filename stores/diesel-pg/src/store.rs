@@ -16,8 +16,10 @@ use crate::pool::{self, ConnPool, OperationError, PooledConnection};
 ///
 /// Build it with [`PgStore::connect`], apply the schema with [`PgStore::migrate`],
 /// then use it through [`IdempotencyStore`](hookbox_core::IdempotencyStore),
-/// [`VersionGuard`](hookbox_core::VersionGuard) and [`Inbox`](hookbox_core::Inbox)
-/// (and, for an operator's tool, as a `&dyn` [`InboxAdmin`](hookbox_core::InboxAdmin)).
+/// [`VersionGuard`](hookbox_core::VersionGuard), [`Inbox`](hookbox_core::Inbox),
+/// [`OutboxStore`](hookbox_core::OutboxStore) and [`Purge`](hookbox_core::Purge)
+/// (and, for an operator's tool, as a `&dyn` [`InboxAdmin`](hookbox_core::InboxAdmin)
+/// or [`OutboxAdmin`](hookbox_core::OutboxAdmin)).
 /// Side effects and handlers run on its [`AsyncPgConnection`], the store's
 /// [`Store::Conn`](hookbox_core::Store::Conn).
 #[derive(Clone)]

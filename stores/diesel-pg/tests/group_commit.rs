@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use hookbox_core::bytes::Bytes;
 use hookbox_core::{
-    DedupeKey, Inbox as _, InboxFilter, KeptHeaders, Received, StoreError as _, VerifiedDelivery,
+    DedupeKey, Inbox as _, InboxAdmin, InboxFilter, KeptHeaders, Received, StoreError as _,
+    VerifiedDelivery,
 };
 use hookbox_diesel_pg::PgOptions;
 

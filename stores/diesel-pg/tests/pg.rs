@@ -188,7 +188,9 @@ async fn migrate_is_idempotent_on_a_current_thread_runtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_swallowed_statement_error_is_never_reported_as_applied() {
     use hookbox_core::testing::delivery;
-    use hookbox_core::{Delivery, HandlerError, Inbox, ProcessError, Processed, Worked};
+    use hookbox_core::{
+        Delivery, HandlerError, Inbox, InboxAdmin as _, ProcessError, Processed, Worked,
+    };
     let Some(fixture) = common::fixture(PgOptions::new()).await else {
         return;
     };
@@ -270,7 +272,7 @@ async fn a_swallowed_statement_error_is_never_reported_as_applied() {
 async fn headers_written_before_the_shared_codec_read_back_as_written() {
     use hookbox_core::bytes::Bytes;
     use hookbox_core::http::{HeaderName, HeaderValue};
-    use hookbox_core::{Inbox as _, KeptHeaders, VerifiedDelivery};
+    use hookbox_core::{Inbox as _, InboxAdmin as _, KeptHeaders, VerifiedDelivery};
 
     #[derive(diesel::QueryableByName)]
     struct Headers {

@@ -24,8 +24,8 @@ use diesel_async::AsyncPgConnection;
 use hookbox_core::bytes::Bytes;
 use hookbox_core::http::{HeaderName, HeaderValue};
 use hookbox_core::{
-    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, KeptHeaders, Processed, Received,
-    VerifiedDelivery, Worked,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, InboxAdmin, KeptHeaders, Processed,
+    Received, VerifiedDelivery, Worked,
 };
 use hookbox_diesel_pg::{PgOptions, PgStore, diesel_async};
 

@@ -9,8 +9,8 @@ use hookbox_core::spi::{ErasedHandler, ErasedSideEffect, RowOutcome};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     Advance, BatchLimits, BoxFuture, Claim, DEFAULT_KEEP, DedupeKey, IdempotencyStore, Inbox,
-    InboxFilter, InboxStats, ProcessError, Purged, Received, RetentionPolicy, Store,
-    StoredDelivery, TimestampAdvance, VerifiedDelivery, VersionGuard,
+    ProcessError, Purge, Purged, Received, RetentionPolicy, Store, TimestampAdvance,
+    VerifiedDelivery, VersionGuard,
 };
 use redis::aio::ConnectionManager;
 
@@ -92,9 +92,10 @@ impl State {
 /// without touching the database; everything else is decided by the database.
 ///
 /// `Cached<S>` implements [`Store`] and [`IdempotencyStore`] for any store `S`, and
-/// [`Inbox`] and [`VersionGuard`] when `S` does, with `S`'s connection, error and
+/// [`Inbox`], [`VersionGuard`], [`Purge`], `OutboxStore` and the operator's views
+/// (`InboxAdmin`, `OutboxAdmin`) when `S` does, with `S`'s connection, error and
 /// retention, so it drops in wherever the store was used (an `Arc<Cached<S>>` or a
-/// `&Cached<S>` too, and `&dyn InboxAdmin` through core's blanket implementation).
+/// `&Cached<S>` too, and a `&dyn InboxAdmin`).
 ///
 /// # Guarantees
 /// - **Redis is never the authority.** A key is written to Redis only after the
@@ -138,13 +139,13 @@ impl State {
 /// # Inbox and workers
 /// `receive` gets the same treatment as `process_once`, in its own key namespace
 /// (`i:` beside `k:`): a copy of a delivery already in the inbox is acknowledged from
-/// Redis. The worker and operator methods (`work_one`, `get`, `list`,
-/// `dead_letters`, `replay`, `replay_all`, `stats`) and the version guards go
-/// straight to the store.
+/// Redis. The worker's methods (`work_one`, `work_batch`), the version guards and
+/// the operator's verbs (`InboxAdmin`: `stats`, `list`, `get`, `replay`,
+/// `replay_matching`) go straight to the store.
 ///
 /// # Purge
-/// `purge` is the store's: Redis expires keys on its own, sooner than the store
-/// purges them. A purge whose `now` runs ahead of the wall clock by more than the
+/// [`Purge::purge`] (and so `InboxAdmin::purge`, the operator's door to it) is the
+/// store's: Redis expires keys on its own, sooner than the store purges them. A purge whose `now` runs ahead of the wall clock by more than the
 /// shortest retention minus the TTL (only tests that simulate time do that) could
 /// delete keys Redis still holds, so such a purge also deletes every key under this
 /// cache's prefix.
@@ -480,7 +481,11 @@ impl<S: IdempotencyStore> IdempotencyStore for Cached<S> {
             Ok(claim)
         })
     }
+}
 
+/// The wrapped store's purge, then a flush of this cache's keys when `now` runs far
+/// ahead of the wall clock (see "Purge" on [`Cached`]).
+impl<S: Purge> Purge for Cached<S> {
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, S::Error>> {
         Box::pin(async move {
             let purged = self.inner.purge(now).await?;
@@ -541,30 +546,6 @@ impl<S: Inbox> Inbox for Cached<S> {
 
     fn worker_concurrency(&self) -> u32 {
         self.inner.worker_concurrency()
-    }
-
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, S::Error>> {
-        self.inner.get(id)
-    }
-
-    fn list(
-        &self,
-        filter: InboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, S::Error>> {
-        self.inner.list(filter, limit)
-    }
-
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, S::Error>> {
-        self.inner.replay(id)
-    }
-
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, S::Error>> {
-        self.inner.replay_all()
-    }
-
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, S::Error>> {
-        self.inner.stats()
     }
 }
 

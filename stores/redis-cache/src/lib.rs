@@ -117,6 +117,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod admin;
 mod cached;
 mod connect;
 mod error;

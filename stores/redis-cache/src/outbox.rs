@@ -2,13 +2,15 @@
 //!
 //! The outbox has no hot read a cache could answer: staging writes on the handler's
 //! connection, and the relay's lease is a write. Redis plays no part in it, so a
-//! handler written for `Cached<S>` stages exactly as it would on `S`.
+//! handler written for `Cached<S>` stages exactly as it would on `S`. The
+//! operator's verbs ([`OutboxAdmin`](hookbox_core::OutboxAdmin)) go to the store
+//! too, in [`admin`](crate::admin).
 
 use std::time::Duration;
 
 use hookbox_core::spi::{Lease, Leased, Settlement, Staged, StagedMessage};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore};
+use hookbox_core::{BoxFuture, OutboxStore};
 
 use crate::Cached;
 
@@ -45,36 +47,5 @@ impl<S: OutboxStore> OutboxStore for Cached<S> {
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Vec<bool>, S::Error>> {
         self.inner().settle_many(settlements, now)
-    }
-
-    fn message<'a>(
-        &'a self,
-        id: &'a MessageId,
-    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, S::Error>> {
-        self.inner().message(id)
-    }
-
-    fn messages(
-        &self,
-        filter: OutboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, S::Error>> {
-        self.inner().messages(filter, limit)
-    }
-
-    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, S::Error>> {
-        self.inner().retry_message(id)
-    }
-
-    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, S::Error>> {
-        self.inner().retry_dead_messages()
-    }
-
-    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, S::Error>> {
-        self.inner().outbox_stats()
-    }
-
-    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, S::Error>> {
-        self.inner().purge_sent(now)
     }
 }

@@ -1,20 +1,20 @@
-//! Claims, version guards and retention: [`IdempotencyStore`] and [`VersionGuard`]
-//! for [`SqliteStore`], with [`Store`] (the connection and error types, the
-//! readiness check). The retention's deletes are in [`purge`].
+//! Claims and version guards: [`IdempotencyStore`] and [`VersionGuard`] for
+//! [`SqliteStore`], with [`Store`] (the connection and error types, the readiness
+//! check, the retention policy). Retention's deletes,
+//! [`Purge`](hookbox_core::Purge), are in [`purge`](crate::purge).
 
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::spi::ErasedSideEffect;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, Purged, RetentionPolicy,
-    Store, TimestampAdvance, VersionGuard,
+    Advance, BoxFuture, Claim, DedupeKey, IdempotencyStore, ProcessError, RetentionPolicy, Store,
+    TimestampAdvance, VersionGuard,
 };
 
 use crate::blocking;
 use crate::connect::Conn;
 use crate::error::{SqliteError, TxError};
-use crate::purge;
 use crate::sql::{self, claim_query};
 use crate::store::SqliteStore;
 use crate::transaction::ImmediateTransaction as _;
@@ -94,13 +94,6 @@ impl IdempotencyStore for SqliteStore {
                 })
                 .await;
             outcome.map_err(TxError::into_process_error)
-        })
-    }
-
-    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            purge::purge(&mut conn, &self.inner.options.retention, now).await
         })
     }
 }

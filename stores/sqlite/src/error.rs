@@ -3,7 +3,7 @@
 use std::error::Error as StdError;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use hookbox_core::{HandlerError, ProcessError, StoreError};
+use hookbox_core::{AnyStoreError, BoxFuture, HandlerError, ProcessError, StoreError};
 
 /// The pool's error type, as diesel-async's deadpool integration names it.
 pub(crate) type DeadpoolError = diesel_async::pooled_connection::deadpool::PoolError;
@@ -173,6 +173,15 @@ impl StoreError for SqliteError {
             | Self::OutboxCorrupt { .. } => false,
         }
     }
+}
+
+/// Boxes an operator query with its error as [`AnyStoreError`]: the shape
+/// [`InboxAdmin`](hookbox_core::InboxAdmin) and
+/// [`OutboxAdmin`](hookbox_core::OutboxAdmin) return.
+pub(crate) fn boxed_any<'a, T>(
+    query: impl Future<Output = Result<T, SqliteError>> + Send + 'a,
+) -> BoxFuture<'a, Result<T, AnyStoreError>> {
+    Box::pin(async move { query.await.map_err(AnyStoreError::new) })
 }
 
 /// What ends a transaction that runs user code (a side effect or a handler): the

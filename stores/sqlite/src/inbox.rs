@@ -1,7 +1,8 @@
 //! The inbox on SQLite: [`receive`](Inbox::receive) (a row inserted alone, or
-//! through the group-commit writer), the operators' reads and replays, and
-//! [`work_batch`](Inbox::work_batch), whose worker (a lease per batch instead of
-//! `SKIP LOCKED`) is in [`work`](crate::work).
+//! through the group-commit writer) and [`work_batch`](Inbox::work_batch), whose
+//! worker (a lease per batch instead of `SKIP LOCKED`) is in [`work`](crate::work);
+//! and [`InboxAdmin`], the operators' reads, replays and counts, beside their SQL
+//! (the statements in [`sql`](crate::sql)).
 
 use std::time::Instant;
 
@@ -10,13 +11,14 @@ use diesel::sql_types::{BigInt, Nullable};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::spi::{ErasedHandler, RowOutcome};
+use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    BatchLimits, BoxFuture, Inbox, InboxFilter, InboxStats, Received, StoredDelivery,
-    VerifiedDelivery,
+    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxStats, Purge,
+    Purged, Received, StoredDelivery, VerifiedDelivery,
 };
 
 use crate::connect::Conn;
-use crate::error::SqliteError;
+use crate::error::{SqliteError, boxed_any};
 use crate::rows::{InboxRow, from_micros, micros, now};
 use crate::sql;
 use crate::store::SqliteStore;
@@ -116,78 +118,110 @@ impl Inbox for SqliteStore {
         // the lease and work transactions, in `work`
         Box::pin(self.run_work_batch(handler, limits))
     }
+}
 
-    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let row = diesel::sql_query(sql::GET)
-                .bind::<BigInt, _>(id)
-                .get_result::<InboxRow>(&mut *conn)
-                .await
-                .optional()?;
-            row.map(InboxRow::into_delivery).transpose()
-        })
+/// One row by id ([`InboxAdmin::get`]).
+async fn get(store: &SqliteStore, id: i64) -> Result<Option<StoredDelivery>, SqliteError> {
+    let mut conn = store.connection().await?;
+    let row = diesel::sql_query(sql::GET)
+        .bind::<BigInt, _>(id)
+        .get_result::<InboxRow>(&mut *conn)
+        .await
+        .optional()?;
+    row.map(InboxRow::into_delivery).transpose()
+}
+
+/// Up to `limit` rows in `filter`'s order ([`InboxAdmin::list`]); a row that cannot
+/// be read back fails the whole list with `SqliteError::Corrupt`, naming its id.
+async fn list(
+    store: &SqliteStore,
+    filter: InboxFilter,
+    limit: u32,
+) -> Result<Vec<StoredDelivery>, SqliteError> {
+    let sql = match filter {
+        InboxFilter::Pending => sql::LIST_PENDING,
+        InboxFilter::Processed => sql::LIST_PROCESSED,
+        InboxFilter::Dead => sql::LIST_DEAD,
+        InboxFilter::All => sql::LIST_ALL,
+    };
+    let mut conn = store.connection().await?;
+    let rows = diesel::sql_query(sql)
+        .bind::<BigInt, _>(i64::from(limit))
+        .load::<InboxRow>(&mut *conn)
+        .await?;
+    rows.into_iter().map(InboxRow::into_delivery).collect()
+}
+
+/// Makes one dead letter due now ([`InboxAdmin::replay`]).
+async fn replay(store: &SqliteStore, id: i64) -> Result<bool, SqliteError> {
+    let mut conn = store.connection().await?;
+    let replayed = diesel::sql_query(sql::REPLAY)
+        .bind::<BigInt, _>(now())
+        .bind::<BigInt, _>(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(replayed == 1)
+}
+
+/// Makes every dead letter due now; returns how many
+/// ([`InboxAdmin::replay_matching`] of a filter that selects them).
+async fn replay_dead(store: &SqliteStore) -> Result<u64, SqliteError> {
+    let mut conn = store.connection().await?;
+    let replayed = diesel::sql_query(sql::REPLAY_DEAD)
+        .bind::<BigInt, _>(now())
+        .execute(&mut *conn)
+        .await?;
+    Ok(replayed as u64)
+}
+
+/// The counts ([`InboxAdmin::stats`]), in one statement.
+async fn stats(store: &SqliteStore) -> Result<InboxStats, SqliteError> {
+    let mut conn = store.connection().await?;
+    let stats = diesel::sql_query(sql::STATS)
+        .get_result::<Stats>(&mut *conn)
+        .await?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(InboxStats {
+        pending: count(stats.pending),
+        processed: count(stats.processed),
+        dead: count(stats.dead),
+        oldest_pending: stats.oldest_pending.and_then(from_micros),
+    })
+}
+
+/// The operator's verbs on the inbox, each on a pooled connection; `purge` is the
+/// store's [`Purge`] (in its `purge` module).
+impl InboxAdmin for SqliteStore {
+    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>> {
+        boxed_any(stats(self))
     }
 
-    // operators' `hookbox inbox list`; a row that cannot be read back fails the
-    // whole list with `SqliteError::Corrupt`, naming its id
     fn list(
         &self,
         filter: InboxFilter,
         limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, SqliteError>> {
-        let sql = match filter {
-            InboxFilter::Pending => sql::LIST_PENDING,
-            InboxFilter::Processed => sql::LIST_PROCESSED,
-            InboxFilter::Dead => sql::LIST_DEAD,
-            InboxFilter::All => sql::LIST_ALL,
-        };
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let rows = diesel::sql_query(sql)
-                .bind::<BigInt, _>(i64::from(limit))
-                .load::<InboxRow>(&mut *conn)
-                .await?;
-            rows.into_iter().map(InboxRow::into_delivery).collect()
-        })
+    ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
+        boxed_any(list(self, filter, limit))
     }
 
-    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let replayed = diesel::sql_query(sql::REPLAY)
-                .bind::<BigInt, _>(now())
-                .bind::<BigInt, _>(id)
-                .execute(&mut *conn)
-                .await?;
-            Ok(replayed == 1)
-        })
+    fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
+        boxed_any(get(self, id))
     }
 
-    fn replay_all(&self) -> BoxFuture<'_, Result<u64, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let replayed = diesel::sql_query(sql::REPLAY_ALL)
-                .bind::<BigInt, _>(now())
-                .execute(&mut *conn)
-                .await?;
-            Ok(replayed as u64)
-        })
+    fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>> {
+        boxed_any(replay(self, id))
     }
 
-    fn stats(&self) -> BoxFuture<'_, Result<InboxStats, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let stats = diesel::sql_query(sql::STATS)
-                .get_result::<Stats>(&mut *conn)
-                .await?;
-            let count = |n: i64| u64::try_from(n).unwrap_or(0);
-            Ok(InboxStats {
-                pending: count(stats.pending),
-                processed: count(stats.processed),
-                dead: count(stats.dead),
-                oldest_pending: stats.oldest_pending.and_then(from_micros),
-            })
-        })
+    fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        match filter {
+            // the filters whose rows include dead letters
+            InboxFilter::Dead | InboxFilter::All => boxed_any(replay_dead(self)),
+            // none of their rows is a dead letter
+            InboxFilter::Pending | InboxFilter::Processed => Box::pin(async { Ok(0) }),
+        }
+    }
+
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
+        boxed_any(Purge::purge(self, now))
     }
 }

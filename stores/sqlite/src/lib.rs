@@ -1,6 +1,6 @@
 //! The embedded SQLite store for hookbox: one file, no server.
 //!
-//! [`SqliteStore`] implements the four store traits of `hookbox-core` on diesel's
+//! [`SqliteStore`] implements the store traits of `hookbox-core` on diesel's
 //! SQLite backend:
 //!
 //! - [`IdempotencyStore`](hookbox_core::IdempotencyStore): claim a delivery's dedupe
@@ -12,7 +12,12 @@
 //!   version is newer than the stored one, in the same transaction;
 //! - [`OutboxStore`](hookbox_core::OutboxStore): stage a message for a sink (an
 //!   email, another company's API) in the same transaction, for a relay to send
-//!   after the commit.
+//!   after the commit;
+//! - [`Purge`](hookbox_core::Purge): delete the keys, processed rows and sent
+//!   messages the retention lets go, in short batches;
+//! - [`InboxAdmin`](hookbox_core::InboxAdmin) and
+//!   [`OutboxAdmin`](hookbox_core::OutboxAdmin): the operator's verbs (`stats`,
+//!   `list`, `get`, `replay`, `replay_matching`, `purge`), also as `&dyn`.
 //!
 //! Side effects and handlers are async closures that run on [`Conn`], diesel-async's
 //! [`SyncConnectionWrapper`](diesel_async::sync_connection_wrapper::SyncConnectionWrapper)

@@ -18,35 +18,27 @@
 //! An earlier message of a key that another relay holds is still pending: it blocks
 //! the later ones until it is sent or dead, which is what keeps the order per key
 //! when its send fails and is retried.
+//!
+//! The operator's queries (one message, the lists, replays, counts, the purge of
+//! sent messages), [`OutboxAdmin`](hookbox_core::OutboxAdmin), are in [`admin`];
+//! the row in [`rows`](crate::rows), the statements in [`sql`](crate::sql).
 
 use std::time::Duration;
 
-use diesel::OptionalExtension as _;
-use diesel::sql_types::{BigInt, Nullable, Text};
+mod admin;
+
+use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::spi::{Leased, Settlement, Staged, StagedMessage};
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{BoxFuture, MessageId, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore};
+use hookbox_core::{BoxFuture, OutboxStore};
 
 use crate::connect::Conn;
 use crate::error::SqliteError;
-use crate::purge::purge_sent_messages;
-use crate::rows::{OutboxRow, duration_micros, from_micros, micros};
+use crate::rows::{duration_micros, micros};
 use crate::sql::{self, stage_query};
 use crate::store::SqliteStore;
-
-#[derive(diesel::QueryableByName)]
-struct Stats {
-    #[diesel(sql_type = BigInt)]
-    pending: i64,
-    #[diesel(sql_type = BigInt)]
-    sent: i64,
-    #[diesel(sql_type = BigInt)]
-    dead: i64,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    oldest_pending: Option<i64>,
-}
 
 /// The lease transaction on the plain connection (see the module docs), apart so
 /// that diesel's sync `RunQueryDsl` does not meet the async one.
@@ -267,88 +259,6 @@ impl OutboxStore for SqliteStore {
                 }))
             })
             .await?
-        })
-    }
-
-    fn message<'a>(
-        &'a self,
-        id: &'a MessageId,
-    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let row = diesel::sql_query(sql::OUTBOX_GET)
-                .bind::<Text, _>(id.as_str())
-                .get_result::<OutboxRow>(&mut *conn)
-                .await
-                .optional()?;
-            row.map(OutboxRow::into_message).transpose()
-        })
-    }
-
-    // operators' list; a row that cannot be read back fails the whole list with
-    // `SqliteError::OutboxCorrupt`, naming its seq
-    fn messages(
-        &self,
-        filter: OutboxFilter,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, SqliteError>> {
-        let sql = match filter {
-            OutboxFilter::Pending => sql::OUTBOX_LIST_PENDING,
-            OutboxFilter::Sent => sql::OUTBOX_LIST_SENT,
-            OutboxFilter::Dead => sql::OUTBOX_LIST_DEAD,
-            OutboxFilter::All => sql::OUTBOX_LIST_ALL,
-        };
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let rows = diesel::sql_query(sql)
-                .bind::<BigInt, _>(i64::from(limit))
-                .load::<OutboxRow>(&mut *conn)
-                .await?;
-            rows.into_iter().map(OutboxRow::into_message).collect()
-        })
-    }
-
-    fn retry_message<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let retried = diesel::sql_query(sql::OUTBOX_RETRY_MESSAGE)
-                .bind::<Text, _>(id.as_str())
-                .execute(&mut *conn)
-                .await?;
-            Ok(retried == 1)
-        })
-    }
-
-    fn retry_dead_messages(&self) -> BoxFuture<'_, Result<u64, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let retried = diesel::sql_query(sql::OUTBOX_RETRY_DEAD)
-                .execute(&mut *conn)
-                .await?;
-            Ok(retried as u64)
-        })
-    }
-
-    fn outbox_stats(&self) -> BoxFuture<'_, Result<OutboxStats, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let stats = diesel::sql_query(sql::OUTBOX_STATS)
-                .get_result::<Stats>(&mut *conn)
-                .await?;
-            let count = |n: i64| u64::try_from(n).unwrap_or(0);
-            Ok(OutboxStats {
-                pending: count(stats.pending),
-                sent: count(stats.sent),
-                dead: count(stats.dead),
-                oldest_pending: stats.oldest_pending.and_then(from_micros),
-            })
-        })
-    }
-
-    fn purge_sent(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, SqliteError>> {
-        Box::pin(async move {
-            let mut conn = self.connection().await?;
-            purge_sent_messages(&mut conn, &self.inner.options.retention, now).await
         })
     }
 }

@@ -1,38 +1,44 @@
-//! Retention: the purge of expired keys, processed inbox rows and sent outbox
-//! messages, and the batched `DELETE` loop it runs on.
+//! Retention: [`Purge`] for [`SqliteStore`] (expired keys, processed inbox rows
+//! and sent outbox messages), the outbox's own share of it, and the batched
+//! `DELETE` loop both run on.
 //!
 //! Each purge goes provider by provider: every retention rule at its own keep, then
-//! every provider without a rule at [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP). The
-//! store's
-//! [`purge`](hookbox_core::IdempotencyStore::purge) and the outbox's
-//! [`purge_sent`](hookbox_core::OutboxStore::purge_sent) both start here, on a
+//! every provider without a rule at [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP)
+//! ([`RetentionPolicy::cutoffs`]). The store's [`Purge::purge`] (also the inbox's
+//! [`InboxAdmin::purge`](hookbox_core::InboxAdmin::purge)) and the outbox's
+//! [`OutboxAdmin::purge`](hookbox_core::OutboxAdmin::purge) both start here, on a
 //! connection they check out.
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::spi::Cutoffs;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{Purged, RetentionPolicy};
+use hookbox_core::{BoxFuture, Purge, Purged, RetentionPolicy};
 
 use crate::connect::Conn;
 use crate::error::SqliteError;
 use crate::rows::micros;
 use crate::sql;
+use crate::store::SqliteStore;
 
 /// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
-/// provider, in batches.
-pub(crate) async fn purge(
-    conn: &mut Conn,
-    policy: &RetentionPolicy,
-    now: OffsetDateTime,
-) -> Result<Purged, SqliteError> {
-    let cutoffs = policy.cutoffs(now);
-    let batch = i64::from(policy.batch());
-    Ok(Purged {
-        keys: by_provider(conn, &cutoffs, PURGE_KEYS, batch).await?,
-        inbox_rows: by_provider(conn, &cutoffs, PURGE_ROWS, batch).await?,
-        outbox_messages: by_provider(conn, &cutoffs, PURGE_OUTBOX, batch).await?,
-    })
+/// provider, in batches of the retention's batch size, each statement its own
+/// short transaction; unprocessed rows, dead letters and unsent messages stay.
+impl Purge for SqliteStore {
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, SqliteError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let policy = &self.inner.options.retention;
+            let cutoffs = policy.cutoffs(now);
+            let batch = i64::from(policy.batch());
+            let conn: &mut Conn = &mut conn;
+            Ok(Purged {
+                keys: by_provider(conn, &cutoffs, PURGE_KEYS, batch).await?,
+                inbox_rows: by_provider(conn, &cutoffs, PURGE_ROWS, batch).await?,
+                outbox_messages: by_provider(conn, &cutoffs, PURGE_OUTBOX, batch).await?,
+            })
+        })
+    }
 }
 
 /// Deletes sent messages past their provider's retention in `policy`, provider by
@@ -40,7 +46,7 @@ pub(crate) async fn purge(
 /// [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP), in batches (as the store's purge
 /// does keys and inbox rows); returns how many. Pending messages and dead letters
 /// stay.
-pub(crate) async fn purge_sent_messages(
+pub(crate) async fn purge_sent(
     conn: &mut Conn,
     policy: &RetentionPolicy,
     now: OffsetDateTime,

@@ -277,7 +277,7 @@ pub(crate) const DEAD_LETTER: &str = "UPDATE hookbox_inbox SET dead_at = ?, last
 /// One row. Binds: id.
 pub(crate) const GET: &str = select_inbox!("WHERE id = ?");
 
-/// `Inbox::list` with `InboxFilter::Pending`, by due time. Binds: limit.
+/// `InboxAdmin::list` with `InboxFilter::Pending`, by due time. Binds: limit.
 pub(crate) const LIST_PENDING: &str = select_inbox!(
     "WHERE processed_at IS NULL AND dead_at IS NULL ORDER BY next_attempt_at, id LIMIT ?"
 );
@@ -296,11 +296,12 @@ pub(crate) const REPLAY: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at 
      next_attempt_at = ?, leased_until = NULL, lease_token = NULL \
      WHERE id = ? AND dead_at IS NOT NULL";
 
-/// [`REPLAY`] for every dead letter. Binds: next_attempt_at.
-pub(crate) const REPLAY_ALL: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+/// [`REPLAY`] for every dead letter (`InboxAdmin::replay_matching`). Binds:
+/// next_attempt_at.
+pub(crate) const REPLAY_DEAD: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
      next_attempt_at = ?, leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
 
-/// `Inbox::stats` in one statement.
+/// `InboxAdmin::stats` in one statement.
 pub(crate) const STATS: &str = "SELECT \
      (SELECT COUNT(*) FROM hookbox_inbox \
       WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
@@ -451,7 +452,7 @@ pub(crate) const OUTBOX_RELEASE: &str = "UPDATE hookbox_outbox \
 /// One message. Binds: message_id.
 pub(crate) const OUTBOX_GET: &str = select_outbox!("WHERE message_id = ?");
 
-/// `OutboxStore::messages` with `OutboxFilter::Pending`, in staging order (through
+/// `OutboxAdmin::list` with `OutboxFilter::Pending`, in staging order (through
 /// the due index, for the reason [`OUTBOX_DUE`] gives). Binds: limit.
 pub(crate) const OUTBOX_LIST_PENDING: &str = select_outbox!(
     "INDEXED BY hookbox_outbox_due WHERE sent_at IS NULL AND dead_at IS NULL \
@@ -468,19 +469,19 @@ pub(crate) const OUTBOX_LIST_ALL: &str = select_outbox!("ORDER BY seq DESC LIMIT
 
 /// Makes one sent or dead message due now (the database's clock) with its attempts
 /// reset; `last_error` stays, for the record. Binds: message_id.
-pub(crate) const OUTBOX_RETRY_MESSAGE: &str = "UPDATE hookbox_outbox \
+pub(crate) const OUTBOX_REPLAY: &str = "UPDATE hookbox_outbox \
      SET sent_at = NULL, dead_at = NULL, attempts = 0, \
      next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
      leased_until = NULL, lease_token = NULL \
      WHERE message_id = ? AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)";
 
-/// [`OUTBOX_RETRY_MESSAGE`] for every dead letter.
-pub(crate) const OUTBOX_RETRY_DEAD: &str = "UPDATE hookbox_outbox \
+/// [`OUTBOX_REPLAY`] for every dead letter (`OutboxAdmin::replay_matching`).
+pub(crate) const OUTBOX_REPLAY_DEAD: &str = "UPDATE hookbox_outbox \
      SET dead_at = NULL, attempts = 0, \
      next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
      leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
 
-/// `OutboxStore::outbox_stats` in one statement.
+/// `OutboxAdmin::stats` in one statement.
 pub(crate) const OUTBOX_STATS: &str = "SELECT \
      (SELECT COUNT(*) FROM hookbox_outbox WHERE sent_at IS NULL AND dead_at IS NULL) \
      AS pending, \

@@ -1,6 +1,8 @@
 //! The store type: its pool and options, shared by every clone, and its inherent
-//! methods (open, migrate, a connection, the blocking `process_once`). Claims,
-//! version guards and retention are in [`claims`](crate::claims).
+//! methods (open, migrate, a connection, the blocking `process_once`). Claims and
+//! version guards are in [`claims`](crate::claims), retention in
+//! [`purge`](crate::purge), the inbox and the outbox (with their operator's verbs)
+//! in [`inbox`](crate::inbox) and [`outbox`](crate::outbox).
 
 use std::path::Path;
 use std::sync::Arc;

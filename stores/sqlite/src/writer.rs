@@ -56,8 +56,10 @@ const MAX_LOCK_PAUSE: Duration = Duration::from_micros(500);
 
 /// Batches the lookup thread may hand the writer ahead of the one it is writing; past
 /// it the lookup thread waits, its own queue (`queue_depth`) fills, and callers get
-/// [`SqliteError::Overloaded`] after the queue timeout. At most `queue_depth` and
-/// three batches wait in all: queued, in the lookup's hand, handed over.
+/// [`SqliteError::Overloaded`] after the queue timeout. At most `queue_depth` jobs and
+/// three batches wait in all (queued, in the lookup's hand, the writer's), and the
+/// writer's leftover: it takes whole handed-over batches until it has `max_batch`
+/// jobs, so up to `max_batch - 1` of them wait for its next commit.
 const WRITE_QUEUE_BATCHES: usize = 1;
 
 /// What a caller gets when a stage's thread is gone (the store is being dropped).

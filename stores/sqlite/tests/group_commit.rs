@@ -15,7 +15,8 @@ use hookbox_core::spi::GroupCommit;
 use hookbox_core::testing::delivery;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    CommitMode, IdempotencyStore as _, Inbox as _, InboxFilter, Received, StoreError as _,
+    CommitMode, IdempotencyStore as _, Inbox as _, InboxAdmin, InboxFilter, Received,
+    StoreError as _,
 };
 use hookbox_sqlite::testing::{TempDir, open};
 use hookbox_sqlite::{SqliteError, SqliteOptions};
@@ -57,20 +58,21 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
         .collect();
     // the writer is stuck behind the lock: the queue fills, and the callers past it
     // give up after the queue timeout instead of piling up; at most the queue (2),
-    // three batches of 4 (the lookup's, the one handed over, the writer's) and the
-    // receive that found nothing else in flight (its own statement) wait
+    // three batches of 4 (the lookup's, the one handed over, the writer's), the
+    // writer's leftover (up to 3: it takes whole batches until it has 4) and the
+    // receive that found nothing else in flight (its own statement) wait: 18
     // (looked for until 4 s, short of the 5 s busy timeout that would end the wait
     // of the stuck ones too: a loaded machine may start the tasks late)
     let started = std::time::Instant::now();
     let finished = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let finished = tasks.iter().filter(|task| task.is_finished()).count();
-        if finished >= 15 || started.elapsed() >= Duration::from_secs(4) {
+        if finished >= 12 || started.elapsed() >= Duration::from_secs(4) {
             break finished;
         }
     };
     assert!(
-        finished >= 15,
+        finished >= 12,
         "only {finished} of 30 answered while the writer was stuck"
     );
     drop(lock);
@@ -90,7 +92,7 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
         }
     }
     assert_eq!(stored + overloaded, 30);
-    assert!(overloaded >= 15, "{overloaded} overloaded");
+    assert!(overloaded >= 12, "{overloaded} overloaded");
     let rows = store.list(InboxFilter::All, 100).await.unwrap();
     assert_eq!(
         rows.len(),

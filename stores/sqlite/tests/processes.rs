@@ -13,7 +13,8 @@ use diesel::sql_types::BigInt;
 use diesel_async::RunQueryDsl as _;
 use hookbox_core::testing::delivery;
 use hookbox_core::{
-    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, Processed, RetryPolicy, Worked,
+    DedupeKey, Delivery, HandlerError, IdempotencyStore, Inbox, InboxAdmin, Processed, RetryPolicy,
+    Worked,
 };
 use hookbox_sqlite::testing::{TempDir, credit, open, total};
 use hookbox_sqlite::{Conn, SqliteOptions, SqliteStore};

@@ -22,7 +22,7 @@ use diesel_async::RunQueryDsl as _;
 use hookbox_bench::BoxErr;
 use hookbox_bench::table::thousands;
 use hookbox_core::time::OffsetDateTime;
-use hookbox_core::{BatchLimits, Delivery, HandlerError, Inbox, WorkerOptions};
+use hookbox_core::{BatchLimits, Delivery, HandlerError, Inbox, InboxAdmin, WorkerOptions};
 use hookbox_diesel_pg::PgStore;
 use hookbox_diesel_pg::diesel_async::AsyncPgConnection;
 use hookbox_sqlite::SqliteStore;
@@ -96,7 +96,7 @@ pub(crate) async fn pg_ledger(
 }
 
 /// A store with the bench's ledger table beside its inbox.
-pub(crate) trait LedgerStore: Inbox + Clone + Send + Sync + 'static {
+pub(crate) trait LedgerStore: Inbox + InboxAdmin + Clone + Send + Sync + 'static {
     /// Creates the ledger table.
     fn create_ledger(&self) -> impl Future<Output = Result<(), BoxErr>> + Send;
     /// Lines in the ledger.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hookbox_axum::Webhook;
 use hookbox_bench::BoxErr;
 use hookbox_bench::table::thousands;
-use hookbox_core::{Inbox, Provider as _};
+use hookbox_core::{Inbox, InboxAdmin, Provider as _};
 use hookbox_redis_cache::{CacheOptions, CacheStats, Cached};
 use hookbox_standard::Standard;
 
@@ -168,7 +168,7 @@ impl Ctx {
         handler: H,
     ) -> Result<(), BoxErr>
     where
-        S: Inbox + Clone + Send + Sync + 'static,
+        S: Inbox + InboxAdmin + Clone + Send + Sync + 'static,
         H: hookbox_core::Handler<S::Conn> + 'static,
     {
         let server = serve(

@@ -29,7 +29,8 @@ use hookbox_bench::services::{PgSchema, skipped};
 use hookbox_bench::table::thousands;
 use hookbox_bench::{BoxErr, host};
 use hookbox_core::{
-    BoxFuture, DedupeKey, IdempotencyStore, Message, OutboxMessage, OutboxStore, RetryPolicy,
+    BoxFuture, DedupeKey, IdempotencyStore, Message, OutboxAdmin, OutboxMessage, OutboxStore,
+    RetryPolicy,
 };
 use hookbox_outbox::{RelayPolicy, Sink, SinkError, Sinks, connect_sink, run_relay};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -199,7 +200,7 @@ async fn main() -> Result<(), BoxErr> {
 }
 
 /// Stages `messages`, relays them to the sink, checks the sink got each.
-async fn measure<S: IdempotencyStore + OutboxStore>(
+async fn measure<S: IdempotencyStore + OutboxStore + OutboxAdmin>(
     store: &S,
     store_name: &'static str,
     kind: SinkKind,
@@ -244,7 +245,7 @@ async fn measure<S: IdempotencyStore + OutboxStore>(
         .await
         .map_err(|err| -> BoxErr { Box::new(err) })?;
     let seconds = started.elapsed().as_secs_f64();
-    let pending = store.outbox_stats().await?.pending;
+    let pending = store.stats().await?.pending;
     if report.sent != messages as u64 || report.dead != 0 || pending != 0 {
         return Err(format!(
             "the relay sent {} and buried {}; {pending} pending",

@@ -3,7 +3,7 @@
 //! ledger their side effects bump.
 //!
 //! The raw side is the caller-owned form by hand: a transaction of its own on the raw
-//! pool, in it the store's own claim statement ([`IdempotencyStore::claim`], one
+//! pool, in it the store's own claim statement (`IdempotencyStore::claim`, one
 //! `INSERT … ON CONFLICT DO NOTHING`, built and cached as the store builds it), the
 //! same `UPDATE`, the commit. What hookbox's `process_once` adds is the difference.
 

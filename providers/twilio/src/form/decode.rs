@@ -1,3 +1,5 @@
+//! Form names and values as sent, and decoding their percent-escapes as they are read.
+
 use std::cmp::Ordering;
 
 /// A name or a value exactly as sent.

@@ -1,3 +1,5 @@
+//! A staging buffer in front of the MAC: short pieces are gathered and hashed in one update.
+
 use hmac::Mac;
 
 use super::decode::{Part, unescape};

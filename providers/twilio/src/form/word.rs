@@ -1,3 +1,5 @@
+//! Eight bytes at a time, for the decoder's fast path.
+
 /// Up to eight bytes as a little-endian number, for an eight-byte store.
 #[inline]
 pub(crate) fn pack(bytes: &[u8]) -> u64 {

@@ -1,36 +1,40 @@
-//! The outbox's operator queries: one message by id, the lists by state, a retry
-//! of one message or of every dead letter, and the counts. The admin methods of
-//! [`OutboxStore`](hookbox_core::OutboxStore) for [`PgStore`] (in `outbox`) call
-//! these.
+//! The outbox's operator verbs on PostgreSQL, [`OutboxAdmin`] for [`PgStore`]: one
+//! message by id, the lists by state, a replay of one message or of the dead ones,
+//! the counts, and the purge of sent messages (its deletes in
+//! [`purge`](crate::purge)), with their queries.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
-use hookbox_core::{MessageId, OutboxFilter, OutboxMessage, OutboxStats};
+use hookbox_core::{
+    AnyStoreError, BoxFuture, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats,
+};
 use time::OffsetDateTime;
 
 use super::row::{OutboxRow, row_columns};
-use crate::error::PgError;
+use crate::error::{PgError, boxed_any};
+use crate::purge::purge_sent;
 use crate::store::PgStore;
 
-/// A message an operator asked to send again: neither sent nor dead, due now, its
-/// attempts reset and any lease dropped (so the holder of an old lease cannot settle
-/// it). `last_error` is kept for the record until the next failure replaces it.
-macro_rules! retried {
+/// A message an operator replays (asks to send again): neither sent nor dead, due
+/// now, its attempts reset and any lease dropped (so the holder of an old lease
+/// cannot settle it). `last_error` is kept for the record until the next failure
+/// replaces it.
+macro_rules! replayed {
     () => {
         "UPDATE hookbox_outbox SET sent_at = NULL, dead_at = NULL, attempts = 0, \
            next_attempt_at = now(), leased_until = NULL, lease_token = NULL "
     };
 }
 
-/// Retries one sent or dead message by id (`$1`).
-const RETRY_ONE: &str = concat!(
-    retried!(),
+/// Replays one sent or dead message by id (`$1`).
+const REPLAY: &str = concat!(
+    replayed!(),
     "WHERE message_id = $1 AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)"
 );
 
-/// Retries every dead letter.
-const RETRY_DEAD: &str = concat!(retried!(), "WHERE dead_at IS NOT NULL");
+/// Replays every dead letter.
+const REPLAY_DEAD: &str = concat!(replayed!(), "WHERE dead_at IS NOT NULL");
 
 /// One message by id (`$1`).
 const ONE: &str = concat!(
@@ -64,12 +68,8 @@ const LIST_ALL: &str = concat!(
     " FROM hookbox_outbox m ORDER BY m.seq DESC LIMIT $1"
 );
 
-/// One message by id, `None` when there is none
-/// ([`OutboxStore::message`](hookbox_core::OutboxStore::message)).
-pub(super) async fn message(
-    store: &PgStore,
-    id: &MessageId,
-) -> Result<Option<OutboxMessage>, PgError> {
+/// One message by id, `None` when there is none ([`OutboxAdmin::get`]).
+async fn get(store: &PgStore, id: &MessageId) -> Result<Option<OutboxMessage>, PgError> {
     let row = store
         .with_connection(async |conn| {
             diesel::sql_query(ONE)
@@ -83,9 +83,8 @@ pub(super) async fn message(
     row.map(OutboxRow::into_message).transpose()
 }
 
-/// Up to `limit` messages in `filter`'s state and order
-/// ([`OutboxStore::messages`](hookbox_core::OutboxStore::messages)).
-pub(super) async fn messages(
+/// Up to `limit` messages in `filter`'s state and order ([`OutboxAdmin::list`]).
+async fn list(
     store: &PgStore,
     filter: OutboxFilter,
     limit: u32,
@@ -109,37 +108,37 @@ pub(super) async fn messages(
 }
 
 /// Makes one sent or dead message pending again; `false` when there is no such
-/// message ([`OutboxStore::retry_message`](hookbox_core::OutboxStore::retry_message)).
-pub(super) async fn retry_message(store: &PgStore, id: &MessageId) -> Result<bool, PgError> {
+/// message ([`OutboxAdmin::replay`]).
+async fn replay(store: &PgStore, id: &MessageId) -> Result<bool, PgError> {
     store
         .with_connection(async move |conn| {
-            let retried = diesel::sql_query(RETRY_ONE)
+            let replayed = diesel::sql_query(REPLAY)
                 .bind::<Text, _>(id.as_str())
                 .execute(conn)
                 .await
                 .map_err(PgError::query)?;
-            Ok(retried == 1)
+            Ok(replayed == 1)
         })
         .await
 }
 
 /// Makes every dead letter pending again; returns how many
-/// ([`OutboxStore::retry_dead_messages`](hookbox_core::OutboxStore::retry_dead_messages)).
-pub(super) async fn retry_dead_messages(store: &PgStore) -> Result<u64, PgError> {
+/// ([`OutboxAdmin::replay_matching`] of a filter that selects them).
+async fn replay_dead(store: &PgStore) -> Result<u64, PgError> {
     store
         .with_connection(async |conn| {
-            let retried = diesel::sql_query(RETRY_DEAD)
+            let replayed = diesel::sql_query(REPLAY_DEAD)
                 .execute(conn)
                 .await
                 .map_err(PgError::query)?;
-            Ok(retried as u64)
+            Ok(replayed as u64)
         })
         .await
 }
 
 /// The counts of pending, sent and dead messages and the oldest pending one's
-/// staging time ([`OutboxStore::outbox_stats`](hookbox_core::OutboxStore::outbox_stats)).
-pub(super) async fn outbox_stats(store: &PgStore) -> Result<OutboxStats, PgError> {
+/// staging time ([`OutboxAdmin::stats`]), in one statement.
+async fn stats(store: &PgStore) -> Result<OutboxStats, PgError> {
     store
         .with_connection(async |conn| {
             let row = diesel::sql_query(
@@ -164,7 +163,7 @@ pub(super) async fn outbox_stats(store: &PgStore) -> Result<OutboxStats, PgError
         .await
 }
 
-/// The row of [`outbox_stats`]'s query.
+/// The row of [`stats`]'s query.
 #[derive(QueryableByName)]
 struct StatsRow {
     #[diesel(sql_type = BigInt)]
@@ -175,4 +174,51 @@ struct StatsRow {
     dead: i64,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     oldest_pending: Option<OffsetDateTime>,
+}
+
+/// Deletes sent messages past their retention ([`OutboxAdmin::purge`]).
+async fn purge(store: &PgStore, now: OffsetDateTime) -> Result<u64, PgError> {
+    store
+        .with_connection(async move |conn| {
+            purge_sent(conn, store.inner.options.retention(), now).await
+        })
+        .await
+}
+
+impl OutboxAdmin for PgStore {
+    fn stats(&self) -> BoxFuture<'_, Result<OutboxStats, AnyStoreError>> {
+        boxed_any(stats(self))
+    }
+
+    fn list(
+        &self,
+        filter: OutboxFilter,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
+        boxed_any(list(self, filter, limit))
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a MessageId,
+    ) -> BoxFuture<'a, Result<Option<OutboxMessage>, AnyStoreError>> {
+        boxed_any(get(self, id))
+    }
+
+    fn replay<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, AnyStoreError>> {
+        boxed_any(replay(self, id))
+    }
+
+    fn replay_matching(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        match filter {
+            // the filters whose messages include dead ones
+            OutboxFilter::Dead | OutboxFilter::All => boxed_any(replay_dead(self)),
+            // none of their messages is dead
+            OutboxFilter::Pending | OutboxFilter::Sent => Box::pin(async { Ok(0) }),
+        }
+    }
+
+    fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(purge(self, now))
+    }
 }
