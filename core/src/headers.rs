@@ -1,13 +1,113 @@
-//! The one text form of [`KeptHeaders`] that every store writes, and reads back
-//! (see [`KeptHeaders::to_json`]).
+//! [`KeptHeaders`], the headers a delivery was verified with, and the one text form
+//! of them that every store writes and reads back (see [`KeptHeaders::to_json`]).
+
+use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::header::{InvalidHeaderName, InvalidHeaderValue};
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
-use crate::KeptHeaders;
+/// How many kept headers live inline in [`KeptHeaders`]: as many as Stripe, GitHub,
+/// Svix and Standard Webhooks keep (one to four).
+const KEPT_INLINE: usize = 4;
+
+/// The headers a delivery was verified with, in the order they were read, so that it
+/// can be verified again later (an inbox stores them beside the body).
+///
+/// A small list rather than a [`HeaderMap`]: a provider keeps one to seven headers.
+/// The first four are stored inline, so that a provider keeping no more allocates
+/// nothing for them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct KeptHeaders {
+    /// The first headers, filled in order (a `None` is never followed by a `Some`).
+    inline: [Option<(HeaderName, HeaderValue)>; KEPT_INLINE],
+    /// The headers after the inline ones.
+    more: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl KeptHeaders {
+    /// An empty list with room for `capacity` headers.
+    #[inline(always)]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            inline: Default::default(),
+            more: Vec::with_capacity(capacity.saturating_sub(KEPT_INLINE)),
+        }
+    }
+
+    /// Appends a header.
+    #[inline(always)]
+    pub fn push(&mut self, name: HeaderName, value: HeaderValue) {
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some((name, value)),
+            None => self.more.push((name, value)),
+        }
+    }
+
+    /// Returns the value of `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&HeaderValue> {
+        self.iter()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Returns the headers as `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&HeaderName, &HeaderValue)> {
+        self.inline
+            .iter()
+            .map_while(Option::as_ref)
+            .chain(&self.more)
+            .map(|(n, v)| (n, v))
+    }
+
+    /// Returns how many headers are kept.
+    pub fn len(&self) -> usize {
+        self.inline.iter().take_while(|slot| slot.is_some()).count() + self.more.len()
+    }
+
+    /// Returns `true` when no header is kept.
+    pub fn is_empty(&self) -> bool {
+        self.inline[0].is_none()
+    }
+
+    /// Builds a [`HeaderMap`], to verify the delivery again with a [`Provider`](crate::Provider).
+    pub fn to_header_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::with_capacity(self.len());
+        for (name, value) in self.iter() {
+            map.append(name.clone(), value.clone());
+        }
+        map
+    }
+}
+
+impl fmt::Debug for KeptHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("KeptHeaders")
+            .field(&DebugList(self))
+            .finish()
+    }
+}
+
+/// Prints the kept headers as one list of `(name, value)` pairs.
+struct DebugList<'a>(&'a KeptHeaders);
+
+impl fmt::Debug for DebugList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
+impl FromIterator<(HeaderName, HeaderValue)> for KeptHeaders {
+    fn from_iter<I: IntoIterator<Item = (HeaderName, HeaderValue)>>(iter: I) -> Self {
+        let mut headers = Self::default();
+        for (name, value) in iter {
+            headers.push(name, value);
+        }
+        headers
+    }
+}
 
 /// The key of a value written as base64.
 const BASE64: &str = "base64";

@@ -82,12 +82,13 @@ mod worker;
 pub use batch::BatchLimits;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use commit::{CommitMode, GroupCommitStats};
-pub use delivery::{DedupeKey, Delivery, DeliveryParts, KeptHeaders, VerifiedDelivery};
+pub use delivery::{DedupeKey, Delivery, DeliveryParts, VerifiedDelivery};
 pub use error::VerifyError;
 pub use handler::{
     Handler, HandlerError, HandlerFuture, SideEffect, SideEffectFuture, error_chain, write_chain,
 };
 pub use handshake::{HandshakeReply, Verified};
+pub use headers::KeptHeaders;
 pub use inbox::{Inbox, InboxAdmin, InboxFilter, InboxStats, Received, StoredDelivery, Worked};
 pub use log_every::LogEvery;
 pub use outbox::{

@@ -6,8 +6,7 @@ use std::time::Duration;
 ///
 /// Exponential backoff with full jitter: the delay before attempt `n + 1` is a random
 /// duration between zero and `min(cap, base * 2^(n-1))`. Without jitter, every row
-/// that failed in one outage retries in the same second (the seed's sender simulation
-/// measured a spike of 1,000 retries in one second against 11 with full jitter).
+/// that failed in one outage would retry in the same second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Failures after which a row becomes a dead letter (default 5).

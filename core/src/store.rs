@@ -1,8 +1,8 @@
 //! The store traits: claim a dedupe key in the same transaction as the side effect.
 //!
-//! Two forms, as the seed's measurements demand (check-then-insert double-applied
-//! under concurrency; a key committed apart from its side effect lost every event
-//! whose process died in between):
+//! Two forms, both claiming the key with a UNIQUE insert in the side effect's
+//! transaction (a check-then-insert double-applies under concurrency; a key committed
+//! apart from its side effect loses every event whose process dies in between):
 //!
 //! - [`IdempotencyStore::claim`] runs *inside* a transaction the caller already holds,
 //!   for code that owns its transaction;
@@ -236,9 +236,9 @@ pub enum TimestampAdvance {
     /// Older than the stored time: skip the update.
     Stale,
     /// The same time as the stored one: whole-second timestamps tie, and neither `>=`
-    /// nor `>` is right (the seed measured 17 stale overwrites with one, 19 accounts
-    /// stuck on an old plan with the other). Nothing is stored; the caller decides,
-    /// for example by re-fetching the object from the provider's API.
+    /// (a stale update overwrites a newer one) nor `>` (a newer update is lost) is
+    /// right. Nothing is stored; the caller decides, for example by re-fetching the
+    /// object from the provider's API.
     Unknown,
 }
 

@@ -9,8 +9,10 @@
 //! hookbox_core::conformance_tests!(MyHarness);
 //! ```
 //!
-//! That is one `#[tokio::test]` per check. The checks are the seed's testing
-//! checklist plus the guarantees of [`IdempotencyStore`], [`VersionGuard`],
+//! That is one `#[tokio::test]` per check. The checks are the exactly-once
+//! properties (first claim wins, one winner among concurrent claims, a failed side
+//! effect releases the claim, nothing visible before commit, retention refused below
+//! a provider's minimum, …) plus the guarantees of [`IdempotencyStore`], [`VersionGuard`],
 //! [`Inbox`], [`OutboxStore`], [`Purge`], [`InboxAdmin`] and [`OutboxAdmin`]; every check runs for every backend, and a capability changes what a
 //! check expects (a leased row comes back when its lease expires, a row locked by a
 //! transaction at once), never whether it runs. The one check a harness may leave

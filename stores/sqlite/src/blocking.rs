@@ -46,8 +46,10 @@
 //! ```
 
 use diesel::connection::{AnsiTransactionManager, TransactionManager as _};
-use diesel::sqlite::SqliteConnection;
-use diesel::{OptionalExtension as _, QueryDsl as _, RunQueryDsl as _};
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::sql_types::{BigInt, Text};
+use diesel::sqlite::{Sqlite, SqliteConnection};
+use diesel::{OptionalExtension as _, QueryDsl as _, QueryResult, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
@@ -57,8 +59,7 @@ use hookbox_core::{
 pub use crate::connect::connect;
 use crate::error::{SqliteError, TxError};
 use crate::rows::micros;
-use crate::sql::hookbox_version_times::dsl as times;
-use crate::sql::{AdvanceTime, AdvanceVersion, claim_query};
+use crate::schema::hookbox_version_times::dsl as times;
 
 /// The schema, embedded in the binary; applied by [`migrate`].
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
@@ -84,6 +85,29 @@ pub fn migrate(conn: &mut SqliteConnection) -> Result<usize, SqliteError> {
         }
     }
 }
+
+/// The claim for `$key`: `INSERT … ON CONFLICT DO NOTHING`; one row inserted means
+/// this transaction claimed the key. Built (not `sql_query`) so that it is prepared
+/// once per connection; a macro because the sync and async paths run it through
+/// different `RunQueryDsl` traits.
+macro_rules! claim_query {
+    ($key:expr) => {{
+        use crate::schema::hookbox_processed_keys::dsl as keys;
+        use diesel::ExpressionMethods as _;
+        let key: &hookbox_core::DedupeKey = $key;
+        diesel::insert_into(keys::hookbox_processed_keys)
+            .values((
+                keys::source.eq(key.scope()),
+                keys::provider.eq(key.provider()),
+                keys::delivery_id.eq(key.delivery_id()),
+                keys::received_at.eq(crate::rows::micros(
+                    hookbox_core::time::OffsetDateTime::now_utc(),
+                )),
+            ))
+            .on_conflict_do_nothing()
+    }};
+}
+pub(crate) use claim_query;
 
 /// Inserts `key` on a connection inside the caller's transaction (begin it with
 /// [`SqliteConnection::immediate_transaction`]); [`Claim::New`] means this
@@ -136,6 +160,34 @@ pub fn process_once<T>(
     .map_err(TxError::into_process_error)
 }
 
+/// Stores `version` for `object` only when it is newer; the upsert's `WHERE` makes
+/// "not newer" a no-op (zero rows changed).
+pub(crate) struct AdvanceVersion<'a> {
+    pub(crate) object: &'a str,
+    pub(crate) version: i64,
+}
+
+impl QueryId for AdvanceVersion<'_> {
+    type QueryId = AdvanceVersion<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for AdvanceVersion<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO hookbox_versions (object, version) VALUES (");
+        out.push_bind_param::<Text, _>(self.object)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.version)?;
+        out.push_sql(
+            ") ON CONFLICT (object) DO UPDATE SET version = excluded.version \
+             WHERE excluded.version > hookbox_versions.version",
+        );
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for AdvanceVersion<'_> {}
+
 /// Stores `version` for `object` only when it is newer than the stored one, inside
 /// the caller's transaction: the synchronous
 /// [`VersionGuard::advance`](hookbox_core::VersionGuard::advance).
@@ -154,6 +206,33 @@ pub fn advance(
         Advance::Stale
     })
 }
+
+/// Stores `at_micros` for `object` only when it is strictly later.
+pub(crate) struct AdvanceTime<'a> {
+    pub(crate) object: &'a str,
+    pub(crate) at_micros: i64,
+}
+
+impl QueryId for AdvanceTime<'_> {
+    type QueryId = AdvanceTime<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for AdvanceTime<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO hookbox_version_times (object, at_micros) VALUES (");
+        out.push_bind_param::<Text, _>(self.object)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.at_micros)?;
+        out.push_sql(
+            ") ON CONFLICT (object) DO UPDATE SET at_micros = excluded.at_micros \
+             WHERE excluded.at_micros > hookbox_version_times.at_micros",
+        );
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for AdvanceTime<'_> {}
 
 /// Stores `at` for `object` only when it is strictly later than the stored time,
 /// inside the caller's transaction; a tie is [`TimestampAdvance::Unknown`]: the

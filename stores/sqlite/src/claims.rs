@@ -12,10 +12,9 @@ use hookbox_core::{
     TimestampAdvance, VersionGuard,
 };
 
-use crate::blocking;
+use crate::blocking::{self, claim_query};
 use crate::connect::Conn;
 use crate::error::{SqliteError, TxError};
-use crate::sql::{self, claim_query};
 use crate::store::SqliteStore;
 use crate::transaction::ImmediateTransaction as _;
 
@@ -28,6 +27,9 @@ async fn insert_key(conn: &mut Conn, key: &DedupeKey) -> diesel::QueryResult<Cla
         Claim::Duplicate
     })
 }
+
+/// The readiness check: reads the inbox's first page, writes nothing.
+const PING: &str = "SELECT 1 FROM hookbox_inbox LIMIT 1";
 
 impl Store for SqliteStore {
     type Conn = Conn;
@@ -43,7 +45,7 @@ impl Store for SqliteStore {
                 return Err(SqliteError::Missing(self.inner.path.clone()));
             }
             let mut conn = self.connection().await?;
-            diesel::sql_query(sql::PING).execute(&mut *conn).await?;
+            diesel::sql_query(PING).execute(&mut *conn).await?;
             Ok(())
         })
     }

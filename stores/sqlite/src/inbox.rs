@@ -1,8 +1,7 @@
 //! The inbox on SQLite: [`receive`](Inbox::receive) (a row inserted alone, or
 //! through the group-commit writer) and [`work_batch`](Inbox::work_batch), whose
 //! worker (a lease per batch instead of `SKIP LOCKED`) is in [`work`](crate::work);
-//! and [`InboxAdmin`], the operators' reads, replays and counts, beside their SQL
-//! (the statements in [`sql`](crate::sql)).
+//! and [`InboxAdmin`], the operators' reads, replays and counts, beside their SQL.
 
 use std::time::Instant;
 
@@ -19,8 +18,7 @@ use hookbox_core::{
 
 use crate::connect::Conn;
 use crate::error::{SqliteError, boxed_any};
-use crate::rows::{InboxRow, from_micros, micros, now};
-use crate::sql;
+use crate::rows::{InboxRow, from_micros, micros, now, select_inbox};
 use crate::store::SqliteStore;
 use crate::writer::{InboxInsert, received};
 
@@ -120,16 +118,31 @@ impl Inbox for SqliteStore {
     }
 }
 
+/// One row. Binds: id.
+const GET: &str = select_inbox!("WHERE id = ?");
+
 /// One row by id ([`InboxAdmin::get`]).
 async fn get(store: &SqliteStore, id: i64) -> Result<Option<StoredDelivery>, SqliteError> {
     let mut conn = store.connection().await?;
-    let row = diesel::sql_query(sql::GET)
+    let row = diesel::sql_query(GET)
         .bind::<BigInt, _>(id)
         .get_result::<InboxRow>(&mut *conn)
         .await
         .optional()?;
     row.map(InboxRow::into_delivery).transpose()
 }
+
+/// `InboxAdmin::list` with `InboxFilter::Pending`, by due time. Binds: limit.
+const LIST_PENDING: &str = select_inbox!(
+    "WHERE processed_at IS NULL AND dead_at IS NULL ORDER BY next_attempt_at, id LIMIT ?"
+);
+/// `InboxFilter::Processed`, newest first. Binds: limit.
+const LIST_PROCESSED: &str =
+    select_inbox!("WHERE processed_at IS NOT NULL ORDER BY processed_at DESC, id DESC LIMIT ?");
+/// `InboxFilter::Dead`, oldest first. Binds: limit.
+const LIST_DEAD: &str = select_inbox!("WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?");
+/// `InboxFilter::All`, newest first. Binds: limit.
+const LIST_ALL: &str = select_inbox!("ORDER BY id DESC LIMIT ?");
 
 /// Up to `limit` rows in `filter`'s order ([`InboxAdmin::list`]); a row that cannot
 /// be read back fails the whole list with `SqliteError::Corrupt`, naming its id.
@@ -139,10 +152,10 @@ async fn list(
     limit: u32,
 ) -> Result<Vec<StoredDelivery>, SqliteError> {
     let sql = match filter {
-        InboxFilter::Pending => sql::LIST_PENDING,
-        InboxFilter::Processed => sql::LIST_PROCESSED,
-        InboxFilter::Dead => sql::LIST_DEAD,
-        InboxFilter::All => sql::LIST_ALL,
+        InboxFilter::Pending => LIST_PENDING,
+        InboxFilter::Processed => LIST_PROCESSED,
+        InboxFilter::Dead => LIST_DEAD,
+        InboxFilter::All => LIST_ALL,
     };
     let mut conn = store.connection().await?;
     let rows = diesel::sql_query(sql)
@@ -152,10 +165,16 @@ async fn list(
     rows.into_iter().map(InboxRow::into_delivery).collect()
 }
 
+/// Makes one dead letter due again with its attempts reset; `last_error` stays, for
+/// the record. Binds: next_attempt_at, id.
+const REPLAY: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+     next_attempt_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE id = ? AND dead_at IS NOT NULL";
+
 /// Makes one dead letter due now ([`InboxAdmin::replay`]).
 async fn replay(store: &SqliteStore, id: i64) -> Result<bool, SqliteError> {
     let mut conn = store.connection().await?;
-    let replayed = diesel::sql_query(sql::REPLAY)
+    let replayed = diesel::sql_query(REPLAY)
         .bind::<BigInt, _>(now())
         .bind::<BigInt, _>(id)
         .execute(&mut *conn)
@@ -163,21 +182,36 @@ async fn replay(store: &SqliteStore, id: i64) -> Result<bool, SqliteError> {
     Ok(replayed == 1)
 }
 
+/// [`REPLAY`] for every dead letter (`InboxAdmin::replay_matching`). Binds:
+/// next_attempt_at.
+const REPLAY_DEAD: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+     next_attempt_at = ?, leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
+
 /// Makes every dead letter due now; returns how many
 /// ([`InboxAdmin::replay_matching`] of a filter that selects them).
 async fn replay_dead(store: &SqliteStore) -> Result<u64, SqliteError> {
     let mut conn = store.connection().await?;
-    let replayed = diesel::sql_query(sql::REPLAY_DEAD)
+    let replayed = diesel::sql_query(REPLAY_DEAD)
         .bind::<BigInt, _>(now())
         .execute(&mut *conn)
         .await?;
     Ok(replayed as u64)
 }
 
+/// `InboxAdmin::stats` in one statement.
+const STATS: &str = "SELECT \
+     (SELECT COUNT(*) FROM hookbox_inbox \
+      WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
+     (SELECT COUNT(*) FROM hookbox_inbox \
+      WHERE processed_at IS NOT NULL AND dead_at IS NULL) AS processed, \
+     (SELECT COUNT(*) FROM hookbox_inbox WHERE dead_at IS NOT NULL) AS dead, \
+     (SELECT MIN(received_at) FROM hookbox_inbox \
+      WHERE processed_at IS NULL AND dead_at IS NULL) AS oldest_pending";
+
 /// The counts ([`InboxAdmin::stats`]), in one statement.
 async fn stats(store: &SqliteStore) -> Result<InboxStats, SqliteError> {
     let mut conn = store.connection().await?;
-    let stats = diesel::sql_query(sql::STATS)
+    let stats = diesel::sql_query(STATS)
         .get_result::<Stats>(&mut *conn)
         .await?;
     let count = |n: i64| u64::try_from(n).unwrap_or(0);

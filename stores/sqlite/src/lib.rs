@@ -203,7 +203,7 @@ mod pool;
 mod purge;
 mod rows;
 mod runner;
-mod sql;
+mod schema;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -21,7 +21,7 @@
 //!
 //! The operator's queries (one message, the lists, replays, counts, the purge of
 //! sent messages), [`OutboxAdmin`](hookbox_core::OutboxAdmin), are in [`admin`];
-//! the row in [`rows`](crate::rows), the statements in [`sql`](crate::sql).
+//! the row in [`rows`](crate::rows).
 
 use std::time::Duration;
 
@@ -37,8 +37,56 @@ use hookbox_core::{BoxFuture, OutboxStore};
 use crate::connect::Conn;
 use crate::error::SqliteError;
 use crate::rows::{duration_micros, micros};
-use crate::sql::{self, stage_query};
 use crate::store::SqliteStore;
+
+// the columns `stage_query!` writes (and the key); the others take their defaults
+// and are read and written with the SQL text below
+diesel::table! {
+    hookbox_outbox (seq) {
+        seq -> BigInt,
+        message_id -> Text,
+        source -> Text,
+        provider -> Text,
+        delivery_id -> Text,
+        tenant -> Nullable<Text>,
+        handler -> Text,
+        sequence -> BigInt,
+        sink -> Text,
+        ordering_key -> Nullable<Text>,
+        payload -> Binary,
+        headers -> Text,
+    }
+}
+
+/// `OutboxStore::stage` for `$message` (a `&StagedMessage`): `INSERT … ON CONFLICT
+/// (message_id) DO NOTHING`, so a message staged again (a retried handler, a
+/// replayed delivery) keeps its first row; one row inserted means it is new.
+/// `staged_at` and `next_attempt_at` take the column defaults. Built (not
+/// `sql_query`), like [`claim_query!`](crate::blocking::claim_query), so that a
+/// handler staging on every delivery reuses one prepared statement per connection.
+macro_rules! stage_query {
+    ($message:expr) => {{
+        use crate::outbox::hookbox_outbox::dsl as outbox;
+        use diesel::ExpressionMethods as _;
+        let staged: &hookbox_core::spi::StagedMessage = $message;
+        diesel::insert_into(outbox::hookbox_outbox)
+            .values((
+                outbox::message_id.eq(staged.id.as_str()),
+                outbox::source.eq(staged.key.scope()),
+                outbox::provider.eq(staged.key.provider()),
+                outbox::delivery_id.eq(staged.key.delivery_id()),
+                outbox::tenant.eq(staged.key.tenant()),
+                outbox::handler.eq(staged.handler.as_str()),
+                outbox::sequence.eq(i64::from(staged.sequence)),
+                outbox::sink.eq(staged.message.sink()),
+                outbox::ordering_key.eq(staged.message.ordering_key()),
+                outbox::payload.eq(staged.message.payload().as_ref()),
+                outbox::headers.eq(staged.message.headers().to_json()),
+            ))
+            .on_conflict(outbox::message_id)
+            .do_nothing()
+    }};
+}
 
 /// The lease transaction on the plain connection (see the module docs), apart so
 /// that diesel's sync `RunQueryDsl` does not meet the async one.
@@ -49,8 +97,34 @@ mod blocking_lease {
     use hookbox_core::spi::{Lease, Leased};
 
     use crate::error::SqliteError;
-    use crate::rows::OutboxRow;
-    use crate::sql;
+    use crate::rows::{OutboxRow, select_outbox};
+
+    /// The messages a relay may send now, in staging order: pending, due, no live
+    /// lease, and no earlier message of their ordering key still pending (one leased by
+    /// another relay counts: it may yet fail and be retried, and the order per key must
+    /// hold). Binds: now, limit.
+    ///
+    /// `INDEXED BY` the due index: left to itself the planner walks the table in `seq`
+    /// order for the `ORDER BY … LIMIT`, through every sent message the retention
+    /// keeps (all older than the pending ones) on every poll; the index holds pending
+    /// messages only, which are then sorted.
+    pub(super) const OUTBOX_DUE: &str = select_outbox!(
+        "AS o INDEXED BY hookbox_outbox_due WHERE sent_at IS NULL AND dead_at IS NULL \
+         AND next_attempt_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) \
+         AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM hookbox_outbox AS e \
+              WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq \
+              AND e.sent_at IS NULL AND e.dead_at IS NULL)) \
+         ORDER BY seq LIMIT ?2"
+    );
+
+    /// Leases one message and counts the attempt. Binds: leased_until, token, seq.
+    const OUTBOX_TAKE_LEASE: &str = "UPDATE hookbox_outbox \
+         SET attempts = attempts + 1, leased_until = ?, lease_token = ? WHERE seq = ?";
+
+    /// Makes a message that cannot be read back a dead letter during a lease, so it
+    /// never blocks the messages behind it. Binds: dead_at, last_error, seq.
+    const OUTBOX_DEAD_UNREADABLE: &str = "UPDATE hookbox_outbox SET dead_at = ?, \
+         last_error = ?, leased_until = NULL, lease_token = NULL WHERE seq = ?";
 
     /// Leases up to `limit` due messages until `until`, all times in unix
     /// microseconds, in one `BEGIN IMMEDIATE` transaction.
@@ -61,7 +135,7 @@ mod blocking_lease {
         now: i64,
     ) -> Result<Vec<Leased>, SqliteError> {
         conn.immediate_transaction(|conn| {
-            let rows = diesel::sql_query(sql::OUTBOX_DUE)
+            let rows = diesel::sql_query(OUTBOX_DUE)
                 .bind::<BigInt, _>(now)
                 .bind::<BigInt, _>(i64::from(limit))
                 .load::<OutboxRow>(conn)?;
@@ -73,7 +147,7 @@ mod blocking_lease {
                     Err(err) => {
                         // retrying cannot repair the row: dead-letter it so it never
                         // blocks the messages of its key behind it, and say why
-                        diesel::sql_query(sql::OUTBOX_DEAD_UNREADABLE)
+                        diesel::sql_query(OUTBOX_DEAD_UNREADABLE)
                             .bind::<BigInt, _>(now)
                             .bind::<Text, _>(err.to_string())
                             .bind::<BigInt, _>(seq)
@@ -84,7 +158,7 @@ mod blocking_lease {
                 // never 0: a settle with a zero token (a lease that was never taken)
                 // can match nothing
                 let token = fastrand::i64(1..);
-                diesel::sql_query(sql::OUTBOX_TAKE_LEASE)
+                diesel::sql_query(OUTBOX_TAKE_LEASE)
                     .bind::<BigInt, _>(until)
                     .bind::<BigInt, _>(token)
                     .bind::<BigInt, _>(seq)
@@ -139,6 +213,31 @@ impl OwnedSettlement {
     }
 }
 
+/// `Settlement::Sent`, while the lease is still the caller's; the lease cleared.
+/// Binds: sent_at, seq, token.
+const OUTBOX_SENT: &str = "UPDATE hookbox_outbox \
+     SET sent_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// `Settlement::Retry`, while the lease is still the caller's; the lease cleared.
+/// Binds: last_error, next_attempt_at, seq, token.
+const OUTBOX_RETRY: &str = "UPDATE hookbox_outbox \
+     SET last_error = ?, next_attempt_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// `Settlement::Dead`, while the lease is still the caller's; the lease cleared.
+/// Binds: dead_at, last_error, seq, token.
+const OUTBOX_DEAD: &str = "UPDATE hookbox_outbox \
+     SET dead_at = ?, last_error = ?, leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
+/// `Settlement::Release`, while the lease is still the caller's: the lease cleared
+/// and its attempt given back. Binds: last_error, next_attempt_at, seq, token.
+const OUTBOX_RELEASE: &str = "UPDATE hookbox_outbox \
+     SET attempts = MAX(attempts - 1, 0), last_error = ?, next_attempt_at = ?, \
+     leased_until = NULL, lease_token = NULL \
+     WHERE seq = ? AND lease_token = ? AND sent_at IS NULL AND dead_at IS NULL";
+
 /// The statement that records `settlement` on the row `lease` holds, matching its
 /// token (a relay whose lease expired changes nothing); `now` in unix
 /// microseconds.
@@ -149,18 +248,18 @@ fn settle_query(
 ) -> diesel::query_builder::BoxedSqlQuery<'_, diesel::sqlite::Sqlite, diesel::query_builder::SqlQuery>
 {
     let query = match settlement {
-        Settlement::Sent => diesel::sql_query(sql::OUTBOX_SENT)
+        Settlement::Sent => diesel::sql_query(OUTBOX_SENT)
             .into_boxed()
             .bind::<BigInt, _>(now),
-        Settlement::Retry { error, at } => diesel::sql_query(sql::OUTBOX_RETRY)
+        Settlement::Retry { error, at } => diesel::sql_query(OUTBOX_RETRY)
             .into_boxed()
             .bind::<Text, _>(error)
             .bind::<BigInt, _>(micros(at)),
-        Settlement::Dead { error } => diesel::sql_query(sql::OUTBOX_DEAD)
+        Settlement::Dead { error } => diesel::sql_query(OUTBOX_DEAD)
             .into_boxed()
             .bind::<BigInt, _>(now)
             .bind::<Text, _>(error),
-        Settlement::Release { error, at } => diesel::sql_query(sql::OUTBOX_RELEASE)
+        Settlement::Release { error, at } => diesel::sql_query(OUTBOX_RELEASE)
             .into_boxed()
             .bind::<Text, _>(error)
             .bind::<BigInt, _>(micros(at)),

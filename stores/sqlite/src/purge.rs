@@ -18,7 +18,6 @@ use hookbox_core::{BoxFuture, Purge, Purged, RetentionPolicy};
 use crate::connect::Conn;
 use crate::error::SqliteError;
 use crate::rows::micros;
-use crate::sql;
 use crate::store::SqliteStore;
 
 /// Deletes expired keys, processed inbox rows and sent outbox messages, provider by
@@ -33,9 +32,9 @@ impl Purge for SqliteStore {
             let batch = i64::from(policy.batch());
             let conn: &mut Conn = &mut conn;
             Ok(Purged {
-                keys: by_provider(conn, &cutoffs, PURGE_KEYS, batch).await?,
-                inbox_rows: by_provider(conn, &cutoffs, PURGE_ROWS, batch).await?,
-                outbox_messages: by_provider(conn, &cutoffs, PURGE_OUTBOX, batch).await?,
+                keys: by_provider(conn, &cutoffs, KEYS, batch).await?,
+                inbox_rows: by_provider(conn, &cutoffs, ROWS, batch).await?,
+                outbox_messages: by_provider(conn, &cutoffs, OUTBOX, batch).await?,
             })
         })
     }
@@ -52,15 +51,49 @@ pub(crate) async fn purge_sent(
     now: OffsetDateTime,
 ) -> Result<u64, SqliteError> {
     let batch = i64::from(policy.batch());
-    by_provider(conn, &policy.cutoffs(now), PURGE_OUTBOX, batch).await
+    by_provider(conn, &policy.cutoffs(now), OUTBOX, batch).await
 }
+
+/// Deletes up to a batch of one provider's expired keys. Binds: provider, cutoff,
+/// batch size.
+const PURGE_KEYS: &str = "DELETE FROM hookbox_processed_keys \
+     WHERE (source, provider, delivery_id) IN \
+     (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+      WHERE provider = ? AND received_at < ? LIMIT ?)";
+/// Deletes up to a batch of one provider's expired processed rows (never pending
+/// rows or dead letters). Binds: provider, cutoff, batch size.
+const PURGE_ROWS: &str = "DELETE FROM hookbox_inbox WHERE id IN \
+     (SELECT id FROM hookbox_inbox WHERE provider = ? AND received_at < ? \
+      AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+/// [`PURGE_KEYS`] for every provider without a rule of its own. Binds: a JSON
+/// array of the providers that have one, cutoff, batch size.
+const PURGE_KEYS_OF_OTHERS: &str = "DELETE FROM hookbox_processed_keys \
+     WHERE (source, provider, delivery_id) IN \
+     (SELECT source, provider, delivery_id FROM hookbox_processed_keys \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? LIMIT ?)";
+/// [`PURGE_ROWS`] for every provider without a rule of its own. Binds as
+/// [`PURGE_KEYS_OF_OTHERS`].
+const PURGE_ROWS_OF_OTHERS: &str = "DELETE FROM hookbox_inbox WHERE id IN \
+     (SELECT id FROM hookbox_inbox \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND received_at < ? \
+      AND processed_at IS NOT NULL AND dead_at IS NULL LIMIT ?)";
+
+/// Deletes up to a batch of one provider's sent messages past the cutoff (never
+/// pending messages or dead letters). Binds: provider, cutoff, batch size.
+const PURGE_OUTBOX: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
+     (SELECT seq FROM hookbox_outbox WHERE provider = ? AND sent_at < ? LIMIT ?)";
+/// [`PURGE_OUTBOX`] for every provider without a rule of its own. Binds as
+/// [`PURGE_KEYS_OF_OTHERS`].
+const PURGE_OUTBOX_OF_OTHERS: &str = "DELETE FROM hookbox_outbox WHERE seq IN \
+     (SELECT seq FROM hookbox_outbox \
+      WHERE provider NOT IN (SELECT value FROM json_each(?)) AND sent_at < ? LIMIT ?)";
 
 /// One table's purge statements: one provider's rows, and the rows of every
 /// provider not in a JSON list.
 type Statements = (&'static str, &'static str);
-const PURGE_KEYS: Statements = (sql::PURGE_KEYS, sql::PURGE_KEYS_OF_OTHERS);
-const PURGE_ROWS: Statements = (sql::PURGE_ROWS, sql::PURGE_ROWS_OF_OTHERS);
-const PURGE_OUTBOX: Statements = (sql::PURGE_OUTBOX, sql::PURGE_OUTBOX_OF_OTHERS);
+const KEYS: Statements = (PURGE_KEYS, PURGE_KEYS_OF_OTHERS);
+const ROWS: Statements = (PURGE_ROWS, PURGE_ROWS_OF_OTHERS);
+const OUTBOX: Statements = (PURGE_OUTBOX, PURGE_OUTBOX_OF_OTHERS);
 
 /// Deletes one table's rows past `cutoffs`: each ruled provider's, then every other
 /// provider's; returns how many.

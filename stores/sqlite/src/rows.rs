@@ -1,8 +1,13 @@
-//! Conversions between the store's columns and hookbox's types.
+//! Conversions between the store's columns and hookbox's types: the inbox and
+//! outbox rows with the columns their statements select, and the inbox's insert
+//! and key lookup, which the receive and group commit prepare once per connection.
 
 use std::time::Duration;
 
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{BigInt, Binary, Integer, Nullable, Text};
+use diesel::sqlite::{Sqlite, SqliteConnection};
+use diesel::{QueryResult, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::spi::LegacyText;
 use hookbox_core::time::OffsetDateTime;
@@ -51,7 +56,21 @@ fn dedupe_key(
     })
 }
 
-/// An inbox row, as the inbox statements of [`sql`](crate::sql) select it.
+/// `SELECT <every column InboxRow reads> FROM hookbox_inbox <rest>`, as a literal.
+macro_rules! select_inbox {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, source, provider, delivery_id, tenant, event_type, correlation_id, \
+             signed_at, body, headers, received_at, processed_at, attempts, last_error, \
+             next_attempt_at, dead_at, lease_token FROM hookbox_inbox ",
+            $rest
+        )
+    };
+}
+pub(crate) use select_inbox;
+
+/// An inbox row, as the inbox statements of [`inbox`](crate::inbox) and
+/// [`work`](crate::work) select it.
 #[derive(diesel::QueryableByName)]
 pub(crate) struct InboxRow {
     #[diesel(sql_type = BigInt)]
@@ -158,7 +177,107 @@ impl InboxRow {
     }
 }
 
-/// An outbox row, as the outbox statements of [`sql`](crate::sql) select it.
+/// `Inbox::receive`'s insert, prepared once per connection: `ON CONFLICT DO NOTHING`,
+/// so zero rows changed means the key was stored already. Binds, in order: source,
+/// provider, delivery_id, tenant, event_type, correlation_id, signed_at, body,
+/// headers (the core's JSON), received_at, next_attempt_at.
+pub(crate) struct ReceiveRow<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) provider: &'a str,
+    pub(crate) delivery_id: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) event_type: Option<&'a str>,
+    pub(crate) correlation_id: Option<&'a str>,
+    pub(crate) signed_at: Option<i64>,
+    pub(crate) body: &'a [u8],
+    pub(crate) headers: &'a str,
+    pub(crate) received_at: i64,
+}
+
+impl QueryId for ReceiveRow<'_> {
+    type QueryId = ReceiveRow<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Sqlite> for ReceiveRow<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql(
+            "INSERT INTO hookbox_inbox (source, provider, delivery_id, tenant, event_type, \
+             correlation_id, signed_at, body, headers, received_at, next_attempt_at) VALUES (",
+        );
+        out.push_bind_param::<Text, _>(self.source)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.provider)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.delivery_id)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.tenant)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.event_type)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.correlation_id)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<BigInt>, _>(&self.signed_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Binary, _>(self.body)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Text, _>(self.headers)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.received_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.received_at)?;
+        out.push_sql(") ON CONFLICT DO NOTHING");
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for ReceiveRow<'_> {}
+
+/// Group commit's duplicate check on the lookup connection, prepared once: one row
+/// (`1`) when the inbox holds the key.
+pub(crate) struct InboxHas<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) provider: &'a str,
+    pub(crate) delivery_id: &'a str,
+}
+
+impl QueryId for InboxHas<'_> {
+    type QueryId = InboxHas<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for InboxHas<'_> {
+    type SqlType = BigInt;
+}
+
+impl QueryFragment<Sqlite> for InboxHas<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql("SELECT 1 FROM hookbox_inbox WHERE source = ");
+        out.push_bind_param::<Text, _>(self.source)?;
+        out.push_sql(" AND provider = ");
+        out.push_bind_param::<Text, _>(self.provider)?;
+        out.push_sql(" AND delivery_id = ");
+        out.push_bind_param::<Text, _>(self.delivery_id)?;
+        Ok(())
+    }
+}
+
+impl RunQueryDsl<SqliteConnection> for InboxHas<'_> {}
+
+/// `SELECT <every column OutboxRow reads> FROM hookbox_outbox <rest>`, as a literal.
+macro_rules! select_outbox {
+    ($rest:literal) => {
+        concat!(
+            "SELECT seq, message_id, source, provider, delivery_id, tenant, handler, sequence, \
+             sink, ordering_key, payload, headers, staged_at, attempts, last_error, \
+             next_attempt_at, sent_at, dead_at FROM hookbox_outbox ",
+            $rest
+        )
+    };
+}
+pub(crate) use select_outbox;
+
+/// An outbox row, as the outbox statements of [`outbox`](crate::outbox) select it.
 #[derive(diesel::QueryableByName)]
 pub(crate) struct OutboxRow {
     #[diesel(sql_type = BigInt)]

@@ -43,14 +43,13 @@ use hookbox_core::spi::{
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{BatchLimits, RetryPolicy, StoredDelivery};
 
-use self::lease::{Count, Leased};
+use self::lease::{Count, Leased, id_list};
 use crate::connect::Conn;
 use crate::error::SqliteError;
 use crate::options::SqliteOptions;
 use crate::pool::PooledConnection;
 use crate::rows::{duration_micros, micros, now};
 use crate::runner;
-use crate::sql;
 use crate::store::SqliteStore;
 use crate::transaction::ImmediateTransaction as _;
 
@@ -87,6 +86,18 @@ enum Work {
     Committed(Vec<RowOutcome>),
     Abandoned { index: usize, reason: Abandoned },
 }
+
+/// Which of the ids that follow a lease token still holds, as `count`. Binds: token.
+/// (By id, not by token alone: `lease_token` has no index, and a scan of the whole
+/// inbox per batch cost more than the batch.)
+const LEASED_TO: &str = "SELECT id AS count FROM hookbox_inbox \
+     WHERE lease_token = ? AND processed_at IS NULL AND id IN ";
+
+/// The handlers succeeded: processed, the attempt un-counted, the lease cleared, for
+/// the ids that follow while `token` holds them. Binds: processed_at, token.
+const MARK_PROCESSED: &str = "UPDATE hookbox_inbox SET processed_at = ?1, \
+     attempts = attempts - 1, leased_until = NULL, lease_token = NULL \
+     WHERE lease_token = ?2 AND id IN ";
 
 impl SqliteStore {
     /// `work_batch` (see the module docs): a relaxed connection ([`WorkerConn`]),
@@ -156,17 +167,14 @@ impl SqliteStore {
                     // a lease may have run out while this worker waited for the write
                     // lock, and another worker taken the row: then it is not ours to run
                     let leased = rows.iter().map(|row| row.id);
-                    let ours: Vec<i64> = diesel::sql_query(format!(
-                        "{}{}",
-                        sql::LEASED_TO,
-                        sql::id_list(leased.clone())
-                    ))
-                    .bind::<BigInt, _>(token)
-                    .load::<Count>(conn)
-                    .await?
-                    .into_iter()
-                    .map(|row| row.count)
-                    .collect();
+                    let ours: Vec<i64> =
+                        diesel::sql_query(format!("{}{}", LEASED_TO, id_list(leased.clone())))
+                            .bind::<BigInt, _>(token)
+                            .load::<Count>(conn)
+                            .await?
+                            .into_iter()
+                            .map(|row| row.count)
+                            .collect();
                     let mut outcomes = Vec::with_capacity(rows.len());
                     let mut processed = Vec::with_capacity(rows.len());
                     for (index, row) in rows.iter().enumerate() {
@@ -218,15 +226,11 @@ impl SqliteStore {
                         }
                     }
                     if !processed.is_empty() {
-                        diesel::sql_query(format!(
-                            "{}{}",
-                            sql::MARK_PROCESSED,
-                            sql::id_list(processed)
-                        ))
-                        .bind::<BigInt, _>(now())
-                        .bind::<BigInt, _>(token)
-                        .execute(conn)
-                        .await?;
+                        diesel::sql_query(format!("{}{}", MARK_PROCESSED, id_list(processed)))
+                            .bind::<BigInt, _>(now())
+                            .bind::<BigInt, _>(token)
+                            .execute(conn)
+                            .await?;
                     }
                     release_leases(conn, token, leased).await?;
                     Ok::<_, BatchTxError>(outcomes)
@@ -346,6 +350,12 @@ struct Batch {
     abandoned: Option<(StoredDelivery, Abandoned)>,
 }
 
+/// The handler failed: the error, the next attempt, maybe dead; the lease cleared,
+/// while `token` holds the row. Binds: last_error, next_attempt_at, dead_at, id, token.
+const RECORD_FAILURE: &str = "UPDATE hookbox_inbox SET last_error = ?, \
+     next_attempt_at = ?, dead_at = ?, leased_until = NULL, lease_token = NULL \
+     WHERE id = ? AND lease_token = ?";
+
 /// Records the failure of `row`'s handler while `token` holds it: the error, the next
 /// attempt by `retry` (or a dead letter at the limit), the lease cleared. The
 /// attempt was counted when the row was leased.
@@ -360,7 +370,7 @@ async fn record_failure(
     let now = OffsetDateTime::now_utc();
     let next = now + retry.next_delay(attempts);
     let failure = RowFailure::new(attempts, retry, error, next);
-    diesel::sql_query(sql::RECORD_FAILURE)
+    diesel::sql_query(RECORD_FAILURE)
         .bind::<Text, _>(&failure.error)
         .bind::<BigInt, _>(micros(next))
         .bind::<Nullable<BigInt>, _>(failure.dead.then_some(micros(now)))
@@ -371,6 +381,13 @@ async fn record_failure(
     Ok(failure)
 }
 
+/// Of the ids that follow, the rows a lease token still holds that the batch did not
+/// start: due again now with the attempt un-counted and the lease cleared. Binds:
+/// now, token.
+const RELEASE_LEASES: &str = "UPDATE hookbox_inbox SET attempts = attempts - 1, \
+     next_attempt_at = ?1, leased_until = NULL, lease_token = NULL \
+     WHERE lease_token = ?2 AND processed_at IS NULL AND id IN ";
+
 /// Hands back every row of `ids` that `token` still holds: due now, the attempt
 /// un-counted.
 async fn release_leases(
@@ -378,7 +395,7 @@ async fn release_leases(
     token: i64,
     ids: impl IntoIterator<Item = i64>,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(format!("{}{}", sql::RELEASE_LEASES, sql::id_list(ids)))
+    diesel::sql_query(format!("{}{}", RELEASE_LEASES, id_list(ids)))
         .bind::<BigInt, _>(now())
         .bind::<BigInt, _>(token)
         .execute(conn)

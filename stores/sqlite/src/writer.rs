@@ -49,7 +49,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{SqliteError, is_locked};
 use crate::options::SqliteOptions;
-use crate::sql::{InboxHas, ReceiveRow};
+use crate::rows::{InboxHas, ReceiveRow};
 
 /// The longest the writer sleeps between two tries for the write lock.
 const MAX_LOCK_PAUSE: Duration = Duration::from_micros(500);
