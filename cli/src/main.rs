@@ -22,6 +22,7 @@
 //! failed, 2 usage error.
 #![forbid(unsafe_code)]
 
+mod admin;
 mod demo;
 mod inbox;
 mod new;

@@ -2,22 +2,24 @@
 //! Postgres URL: backlog and oldest unsent, dead letters with their last error, a
 //! resend on request (`replay`, as `hookbox inbox replay`), purge by retention.
 //! Every command prints JSON on stdout.
-
-#![allow(clippy::print_stdout)] // printing the JSON lines is this command's job
+//!
+//! The commands' shapes, the store and the printing are shared with `hookbox inbox`
+//! in `admin.rs`; this file has the outbox's arguments and messages, and starts the
+//! relay (`outbox_relay.rs`).
 
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use hookbox_cli::store::open_outbox_admin;
+use hookbox_cli::store::{OpenError, open_outbox_admin};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    AnyStoreError, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats,
-    RetentionPolicy, error_chain,
+    AnyStoreError, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, RetentionPolicy,
+    error_chain,
 };
 use serde_json::{Value, json};
 
 use crate::UsageError;
-use crate::inbox::{print_json_lines, retention, unix, with_bytes_and_headers};
+use crate::admin::{self, Limit, Table, Verb, counts, unix, with_bytes_and_headers};
 
 /// Arguments of `hookbox outbox`.
 #[derive(Debug, Args)]
@@ -41,9 +43,8 @@ enum OutboxCommand {
         /// Which messages.
         #[arg(long, value_enum, default_value = "pending")]
         status: Status,
-        /// At most this many.
-        #[arg(long, default_value_t = 20)]
-        limit: u32,
+        #[command(flatten)]
+        limit: Limit,
     },
     /// Prints one message with its payload and headers.
     Show {
@@ -52,9 +53,8 @@ enum OutboxCommand {
     },
     /// Lists dead letters with their last error, oldest first.
     Dead {
-        /// At most this many.
-        #[arg(long, default_value_t = 20)]
-        limit: u32,
+        #[command(flatten)]
+        limit: Limit,
     },
     /// Sends a dead or already sent message again (attempts reset), or with `--all`
     /// every dead letter. The id stays the same, so a downstream that honours it
@@ -92,6 +92,17 @@ struct ReplayArgs {
     all: bool,
 }
 
+impl ReplayArgs {
+    /// The replay, answering `{"<answer>": count}`.
+    fn verb(&self, answer: &'static str) -> Verb<'static, dyn OutboxAdmin> {
+        Verb::Replay {
+            id: self.id.clone().map(MessageId::from_stored),
+            all: self.all,
+            answer,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Status {
     Pending,
@@ -119,96 +130,91 @@ pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
                 .into(),
         ));
     };
-    if let OutboxCommand::Relay(relay) = &args.command {
-        return crate::outbox_relay::run(store, args.schema.as_deref(), relay);
-    }
-    let purge_policy = match &args.command {
+    let verb = match &args.command {
+        OutboxCommand::Relay(relay) => {
+            return crate::outbox_relay::run(store, args.schema.as_deref(), relay);
+        }
+        OutboxCommand::Stats => Verb::Stats,
+        OutboxCommand::List { status, limit } => Verb::List {
+            filter: (*status).into(),
+            limit: limit.limit,
+        },
+        OutboxCommand::Show { id } => Verb::Show(MessageId::from_stored(id.clone())),
+        OutboxCommand::Dead { limit } => Verb::List {
+            filter: OutboxFilter::Dead,
+            limit: limit.limit,
+        },
+        OutboxCommand::Replay(replay) => replay.verb("replayed"),
+        OutboxCommand::Retry(replay) => replay.verb("retried"),
         OutboxCommand::Purge {
             keep,
             below_provider_minimum,
-        } => Some(retention(keep, *below_provider_minimum)?),
-        _ => None,
+        } => Verb::Purge {
+            keep,
+            below_provider_minimum: *below_provider_minimum,
+        },
     };
-    print_json_lines(execute(store, args, purge_policy))
+    admin::run::<dyn OutboxAdmin>(store, args.schema.as_deref(), verb)
 }
 
-async fn execute(
-    store: &str,
-    args: &OutboxArgs,
-    purge_policy: Option<RetentionPolicy>,
-) -> Result<Vec<Value>, String> {
-    // no migration: an operator command never changes the schema
-    let store = open_outbox_admin(
-        store,
-        args.schema.as_deref(),
-        purge_policy.unwrap_or_default(),
-    )
-    .await
-    .map_err(|err| error_chain(&err))?;
-    let failed = |err: AnyStoreError| error_chain(&err);
-    let rows = |rows: Vec<OutboxMessage>| rows.iter().map(summary).collect::<Vec<_>>();
-    Ok(match &args.command {
-        OutboxCommand::Stats => vec![stats_json(store.stats().await.map_err(failed)?)],
-        OutboxCommand::List { status, limit } => {
-            rows(store.list((*status).into(), *limit).await.map_err(failed)?)
-        }
-        OutboxCommand::Dead { limit } => rows(
-            store
-                .list(OutboxFilter::Dead, *limit)
-                .await
-                .map_err(failed)?,
-        ),
-        OutboxCommand::Show { id } => {
-            let id = MessageId::from_stored(id.clone());
-            match store.get(&id).await.map_err(failed)? {
-                Some(message) => vec![detail(&message)],
-                None => return Err(format!("no outbox message with id {id}")),
-            }
-        }
-        OutboxCommand::Replay(replay) => {
-            vec![json!({ "replayed": replay_messages(&*store, replay).await? })]
-        }
-        OutboxCommand::Retry(replay) => {
-            vec![json!({ "retried": replay_messages(&*store, replay).await? })]
-        }
-        OutboxCommand::Relay(_) => unreachable!("run starts the relay"),
-        OutboxCommand::Purge { .. } => {
-            let purged = store
-                .purge(OffsetDateTime::now_utc())
-                .await
-                .map_err(failed)?;
-            vec![json!({ "purged_outbox_messages": purged })]
-        }
-    })
-}
+impl Table for dyn OutboxAdmin {
+    type Id = MessageId;
+    type Filter = OutboxFilter;
+    const ROW: &'static str = "outbox message";
+    const REPLAY_NEEDS: &'static str = "give a message id or --all";
 
-/// Replays one message by id, or every dead letter with `--all`; returns how many.
-async fn replay_messages(store: &dyn OutboxAdmin, args: &ReplayArgs) -> Result<u64, String> {
-    let failed = |err: AnyStoreError| error_chain(&err);
-    if args.all {
-        return store
-            .replay_matching(OutboxFilter::Dead)
-            .await
-            .map_err(failed);
+    async fn open(
+        store: &str,
+        schema: Option<&str>,
+        retention: RetentionPolicy,
+    ) -> Result<Box<Self>, OpenError> {
+        open_outbox_admin(store, schema, retention).await
     }
-    let id = MessageId::from_stored(args.id.clone().ok_or("give a message id or --all")?);
-    if !store.replay(&id).await.map_err(failed)? {
-        return Err(format!(
-            "no sent or dead outbox message with id {id} (a pending one is already due)"
-        ));
-    }
-    Ok(1)
-}
 
-fn stats_json(stats: OutboxStats) -> Value {
-    let now = OffsetDateTime::now_utc();
-    json!({
-        "pending": stats.pending,
-        "sent": stats.sent,
-        "dead": stats.dead,
-        "oldest_pending": unix(stats.oldest_pending),
-        "oldest_pending_age_secs": stats.oldest_pending.map(|at| (now - at).whole_seconds().max(0)),
-    })
+    async fn stats_line(&self) -> Result<Value, AnyStoreError> {
+        let stats = self.stats().await?;
+        Ok(counts(
+            stats.pending,
+            ("sent", stats.sent),
+            stats.dead,
+            stats.oldest_pending,
+        ))
+    }
+
+    async fn list_lines(
+        &self,
+        filter: OutboxFilter,
+        limit: u32,
+    ) -> Result<Vec<Value>, AnyStoreError> {
+        Ok(self
+            .list(filter, limit)
+            .await?
+            .iter()
+            .map(summary)
+            .collect())
+    }
+
+    async fn show_line(&self, id: &MessageId) -> Result<Option<Value>, AnyStoreError> {
+        Ok(self.get(id).await?.as_ref().map(detail))
+    }
+
+    /// A message that is not sent or dead is not replayed: an error.
+    async fn replay_one(&self, id: &MessageId) -> Result<u64, String> {
+        if !self.replay(id).await.map_err(|err| error_chain(&err))? {
+            return Err(format!(
+                "no sent or dead outbox message with id {id} (a pending one is already due)"
+            ));
+        }
+        Ok(1)
+    }
+
+    async fn replay_dead(&self) -> Result<u64, AnyStoreError> {
+        self.replay_matching(OutboxFilter::Dead).await
+    }
+
+    async fn purge_line(&self, now: OffsetDateTime) -> Result<Value, AnyStoreError> {
+        Ok(json!({ "purged_outbox_messages": self.purge(now).await? }))
+    }
 }
 
 fn summary(message: &OutboxMessage) -> Value {

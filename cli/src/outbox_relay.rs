@@ -15,7 +15,7 @@ use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 
 use crate::UsageError;
-use crate::inbox::parse_duration;
+use crate::admin::parse_duration;
 
 /// Arguments of `hookbox outbox relay`.
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 //! How a store commits inbox writes: one transaction per delivery, or many
 //! deliveries per transaction (group commit).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How [`Inbox::receive`](crate::Inbox::receive) commits.
@@ -71,6 +71,47 @@ impl GroupCommitStats {
         let batches = self.batches.checked_sub(before.batches)?;
         let rows = self.rows.checked_sub(before.rows)?;
         (batches > 0).then(|| rows as f64 / batches as f64)
+    }
+}
+
+/// The commits a group-committing store made and the deliveries they held, read as
+/// [`GroupCommitStats`]. Every writer of a store counts into one.
+///
+/// For store implementations.
+///
+/// # Examples
+/// ```
+/// use hookbox_core::spi::CommitCounts;
+///
+/// let counts = CommitCounts::default();
+/// counts.committed(3);
+/// counts.committed(1);
+/// let stats = counts.stats();
+/// assert_eq!((stats.batches, stats.rows), (2, 4));
+/// ```
+#[derive(Debug, Default)]
+pub struct CommitCounts {
+    batches: AtomicU64,
+    rows: AtomicU64,
+}
+
+impl CommitCounts {
+    /// Counts one commit of `rows` deliveries (a batch, or a lone receive's own
+    /// statement); with the `metrics` feature, also records it in the histogram
+    /// `hookbox_inbox_batch_size`.
+    pub fn committed(&self, rows: usize) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
+    }
+
+    /// Returns the commits and deliveries counted so far.
+    pub fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            rows: self.rows.load(Ordering::Relaxed),
+        }
     }
 }
 

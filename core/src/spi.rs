@@ -10,7 +10,7 @@
 //! (`hookbox_core::testing`, feature `testing`) to check the result.
 
 pub use crate::batch::{RowFailure, RowOutcome, RowResult};
-pub use crate::commit::{GroupCommit, InFlight, ReceivesInFlight};
+pub use crate::commit::{CommitCounts, GroupCommit, InFlight, ReceivesInFlight};
 #[cfg(feature = "worker")]
 pub use crate::guard::{Abandoned, GuardedRun, run_guarded};
 pub use crate::headers::{HeadersJsonError, LegacyText};

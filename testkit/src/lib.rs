@@ -9,6 +9,11 @@
 //! let stored = Answer { status: 200, body: r#"{"ok":true,"outcome":"stored"}"#.into() };
 //! assert_eq!(stored.outcome(), "stored");
 //! ```
+//!
+//! # Certificates for TLS tests
+//! [`tls::TestCertificates`] makes a test CA, a server certificate it signed for the
+//! names a test connects to, and a second CA that signed nothing, with the `openssl`
+//! command-line tool, for tests of TLS against a real server.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -16,6 +21,7 @@ mod delivery;
 mod example;
 mod sandbox;
 mod services;
+pub mod tls;
 
 pub use common::{DEADLINE, unique};
 pub use delivery::{Answer, Sender};

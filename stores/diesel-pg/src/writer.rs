@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use diesel::QueryResult;
@@ -43,7 +43,7 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::spi::{GroupCommit, ReceivesInFlight};
+use hookbox_core::spi::{CommitCounts, GroupCommit, ReceivesInFlight};
 use hookbox_core::{GroupCommitStats, Received, StoreError as _};
 use time::OffsetDateTime;
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -237,8 +237,7 @@ impl std::fmt::Debug for Writer {
 /// Batches and rows committed, for [`GroupCommitStats`].
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
-    batches: AtomicU64,
-    rows: AtomicU64,
+    commits: CommitCounts,
     /// Batches the writers have in hand.
     writing: AtomicUsize,
     in_flight: ReceivesInFlight,
@@ -247,10 +246,7 @@ pub(crate) struct Counts {
 impl Counts {
     /// Counts a commit of `rows` deliveries (a batch, or a receive's own).
     fn committed(&self, rows: usize) {
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
-        #[cfg(feature = "metrics")]
-        metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
+        self.commits.committed(rows);
     }
 }
 
@@ -290,10 +286,7 @@ impl Writer {
 
     /// Returns what the writers committed so far.
     pub(crate) fn stats(&self) -> GroupCommitStats {
-        GroupCommitStats {
-            batches: AtomicU64::load(&self.counts.batches, Ordering::Relaxed),
-            rows: AtomicU64::load(&self.counts.rows, Ordering::Relaxed),
-        }
+        self.counts.commits.stats()
     }
 
     /// Queues `row` and waits for the statement that finds it stored or holds it.

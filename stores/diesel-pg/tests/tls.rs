@@ -24,6 +24,7 @@ use diesel::sql_types::{Bool, Text};
 use diesel_async::RunQueryDsl;
 use hookbox_core::{DedupeKey, IdempotencyStore, Processed, StoreError};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore, SslMode, diesel, diesel_async};
+use hookbox_testkit::tls::TestCertificates;
 
 fn services_required() -> bool {
     std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1")
@@ -103,104 +104,6 @@ impl Drop for Scratch {
     }
 }
 
-/// A test CA, a server certificate it signed for `localhost` and 127.0.0.1, and a
-/// second CA that signed nothing.
-struct Certs {
-    ca: PathBuf,
-    other_ca: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-}
-
-impl Certs {
-    fn generate(dir: &Path) -> Self {
-        let openssl = |args: &[&str], what: &str| {
-            check(
-                Command::new("openssl").args(args).current_dir(dir).output(),
-                what,
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        for (name, cn) in [("ca", "hookbox test CA"), ("other-ca", "hookbox other CA")] {
-            let (key, crt, subject) = (
-                format!("{name}.key"),
-                format!("{name}.crt"),
-                format!("/CN={cn}"),
-            );
-            let mut args = vec!["req", "-x509", "-new"];
-            args.extend(ec);
-            args.extend([
-                "-keyout",
-                &key,
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-subj",
-                &subject,
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign",
-            ]);
-            openssl(&args, "openssl: a CA certificate");
-        }
-        let mut args = vec!["req", "-new"];
-        args.extend(ec);
-        args.extend([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ]);
-        openssl(&args, "openssl: the server's request");
-        std::fs::write(
-            dir.join("server.ext"),
-            "subjectAltName = DNS:localhost, IP:127.0.0.1\n\
-             basicConstraints = critical, CA:FALSE\n\
-             keyUsage = critical, digitalSignature\n\
-             extendedKeyUsage = serverAuth\n",
-        )
-        .unwrap();
-        let serial = format!("0x{:x}", fastrand::u64(1..));
-        openssl(
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-set_serial",
-                &serial,
-                "-days",
-                "2",
-                "-extfile",
-                "server.ext",
-                "-out",
-                "server.crt",
-            ],
-            "openssl: the server's certificate",
-        );
-        Self {
-            ca: dir.join("ca.crt"),
-            other_ca: dir.join("other-ca.crt"),
-            server_cert: dir.join("server.crt"),
-            server_key: dir.join("server.key"),
-        }
-    }
-}
-
 /// How a private server speaks TLS.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ServerTls {
@@ -219,7 +122,7 @@ struct PgServer {
     bin: PathBuf,
     as_postgres: bool,
     port: u16,
-    certs: Option<Certs>,
+    certs: Option<TestCertificates>,
     // dropped after the server is stopped (fields drop after `drop` runs)
     scratch: Scratch,
 }
@@ -245,7 +148,10 @@ impl PgServer {
         }
         let scratch = Scratch::new("pg-tls");
         let dir = scratch.0.clone();
-        let certs = (tls != ServerTls::Off).then(|| Certs::generate(&dir));
+        // a CA, a server certificate it signed for `localhost` and 127.0.0.1, and a
+        // second CA that signed nothing
+        let certs = (tls != ServerTls::Off)
+            .then(|| TestCertificates::generate(&dir, &["DNS:localhost", "IP:127.0.0.1"]));
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -349,7 +255,7 @@ impl PgServer {
         command
     }
 
-    fn certs(&self) -> &Certs {
+    fn certs(&self) -> &TestCertificates {
         self.certs.as_ref().expect("a TLS server")
     }
 

@@ -7,13 +7,14 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{Fixture, exists, ping, skip, wait_until};
 use hookbox_core::{DedupeKey, Processed, RetentionPolicy};
 use hookbox_redis_cache::{CacheOptions, connect, connect_with_root_ca};
+use hookbox_testkit::tls::TestCertificates;
 
 fn runs(program: &str, arg: &str) -> bool {
     Command::new(program)
@@ -24,13 +25,8 @@ fn runs(program: &str, arg: &str) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-fn check(output: std::io::Result<Output>, what: &str) {
-    let output = output.unwrap_or_else(|err| panic!("{what}: {err}"));
-    assert!(
-        output.status.success(),
-        "{what} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
 }
 
 /// Generous: these tests are about what TLS lets through, not about speed.
@@ -48,6 +44,7 @@ struct TlsRedis {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    certs: Option<TestCertificates>,
 }
 
 impl TlsRedis {
@@ -74,18 +71,21 @@ impl TlsRedis {
             child: None,
             port,
             dir,
+            certs: None,
         };
-        server.generate_certs();
+        // a CA, a server certificate it signed for `localhost` only (not 127.0.0.1),
+        // and a second CA that signed nothing
+        let certs = TestCertificates::generate(&server.dir, &["DNS:localhost"]);
         let log = std::fs::File::create(server.dir.join("redis.log")).unwrap();
         let child = Command::new("redis-server")
             .args(["--port", "0", "--tls-port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .arg("--tls-cert-file")
-            .arg(server.dir.join("server.crt"))
+            .arg(&certs.server_cert)
             .arg("--tls-key-file")
-            .arg(server.dir.join("server.key"))
+            .arg(&certs.server_key)
             .arg("--tls-ca-cert-file")
-            .arg(server.dir.join("ca.crt"))
+            .arg(&certs.ca)
             .args(["--tls-auth-clients", "no"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
@@ -94,6 +94,7 @@ impl TlsRedis {
             .stderr(log)
             .spawn()
             .expect("redis-server starts");
+        server.certs = Some(certs);
         server.child = Some(child);
         let redis = connect_with_root_ca(&server.url("localhost"), server.ca()).unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -117,103 +118,18 @@ impl TlsRedis {
         Some(server)
     }
 
-    /// A CA, a server certificate it signed for `localhost` only (not 127.0.0.1),
-    /// and a second CA that signed nothing.
-    fn generate_certs(&self) {
-        let openssl = |args: &[&str], what: &str| {
-            check(
-                Command::new("openssl")
-                    .args(args)
-                    .current_dir(&self.dir)
-                    .output(),
-                what,
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        for (name, cn) in [("ca", "hookbox test CA"), ("other-ca", "hookbox other CA")] {
-            let (key, crt, subject) = (
-                format!("{name}.key"),
-                format!("{name}.crt"),
-                format!("/CN={cn}"),
-            );
-            let mut args = vec!["req", "-x509", "-new"];
-            args.extend(ec);
-            args.extend([
-                "-keyout",
-                &key,
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-subj",
-                &subject,
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign",
-            ]);
-            openssl(&args, "openssl: a CA certificate");
-        }
-        let mut args = vec!["req", "-new"];
-        args.extend(ec);
-        args.extend([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ]);
-        openssl(&args, "openssl: the server's request");
-        std::fs::write(
-            self.dir.join("server.ext"),
-            "subjectAltName = DNS:localhost\n\
-             basicConstraints = critical, CA:FALSE\n\
-             keyUsage = critical, digitalSignature\n\
-             extendedKeyUsage = serverAuth\n",
-        )
-        .unwrap();
-        let serial = format!("0x{:x}", fastrand::u64(1..));
-        openssl(
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-set_serial",
-                &serial,
-                "-days",
-                "2",
-                "-extfile",
-                "server.ext",
-                "-out",
-                "server.crt",
-            ],
-            "openssl: the server's certificate",
-        );
+    /// The certificates made at start.
+    fn certs(&self) -> &TestCertificates {
+        self.certs.as_ref().expect("made at start")
     }
 
     fn url(&self, host: &str) -> String {
         format!("rediss://{host}:{}/", self.port)
     }
 
-    fn read(&self, name: &str) -> Vec<u8> {
-        std::fs::read(self.dir.join(name)).unwrap()
-    }
-
     /// The CA that signed the server's certificate.
     fn ca(&self) -> Vec<u8> {
-        self.read("ca.crt")
+        read(&self.certs().ca)
     }
 }
 
@@ -272,7 +188,7 @@ async fn tls_rediss_refused_certificates_fall_through_to_the_database() {
     let cases = [
         (
             "another CA",
-            connect_with_root_ca(&server.url("localhost"), server.read("other-ca.crt")),
+            connect_with_root_ca(&server.url("localhost"), read(&server.certs().other_ca)),
             "UnknownIssuer",
         ),
         (

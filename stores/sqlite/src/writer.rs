@@ -36,14 +36,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection as _;
 use diesel::sqlite::SqliteConnection;
 use diesel::{OptionalExtension as _, QueryResult, RunQueryDsl as _};
 use hookbox_core::bytes::Bytes;
-use hookbox_core::spi::{GroupCommit, InFlight, ReceivesInFlight};
+use hookbox_core::spi::{CommitCounts, GroupCommit, InFlight, ReceivesInFlight};
 use hookbox_core::{GroupCommitStats, Received};
 use tokio::sync::{mpsc, oneshot};
 
@@ -164,8 +164,7 @@ pub(crate) struct Writer {
 /// a batch in hand.
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
-    batches: AtomicU64,
-    rows: AtomicU64,
+    commits: CommitCounts,
     writing: AtomicBool,
     in_flight: ReceivesInFlight,
 }
@@ -173,10 +172,7 @@ pub(crate) struct Counts {
 impl Counts {
     /// Counts a commit of `rows` deliveries (a batch, or a receive's own).
     fn committed(&self, rows: usize) {
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
-        #[cfg(feature = "metrics")]
-        metrics::histogram!("hookbox_inbox_batch_size").record(rows as f64);
+        self.commits.committed(rows);
     }
 }
 
@@ -231,10 +227,7 @@ impl Writer {
 
     /// Returns what the writer committed so far.
     pub(crate) fn stats(&self) -> GroupCommitStats {
-        GroupCommitStats {
-            batches: self.counts.batches.load(Ordering::Relaxed),
-            rows: self.counts.rows.load(Ordering::Relaxed),
-        }
+        self.counts.commits.stats()
     }
 
     /// Counts a receive in flight until the returned guard is dropped. Alone, the
