@@ -15,7 +15,9 @@ for crate in hookbox-core hookbox-axum hookbox-outbox hookbox-redis-cache hookbo
     echo "ok: $crate without metrics: no metrics crate"
   fi
 done
-for crate in hookbox-stripe hookbox-shopify hookbox-github hookbox-svix hookbox-standard; do
+for crate in hookbox-stripe hookbox-shopify hookbox-github hookbox-svix hookbox-standard \
+  hookbox-slack hookbox-twitch hookbox-zoom hookbox-discord hookbox-paddle \
+  hookbox-twilio hookbox-square hookbox-gitlab hookbox-linear hookbox-custom; do
   if deps_of "$crate" | grep -qx tokio; then
     echo "FAIL: $crate (verify only) pulls tokio" >&2
     fail=1
