@@ -63,7 +63,8 @@ impl ProviderName {
     }
 
     /// Returns how long this provider can resend a delivery; for `custom`, which
-    /// names itself in its scheme, the default keep (its scheme states its own).
+    /// names itself in its scheme, [`DEFAULT_KEEP`](hookbox_core::DEFAULT_KEEP) (its
+    /// scheme states its own).
     pub(crate) fn min_retention(self) -> hookbox_core::Retention {
         match self {
             Self::Stripe => hookbox_stripe::MIN_RETENTION,
@@ -80,7 +81,9 @@ impl ProviderName {
             Self::Square => hookbox_square::MIN_RETENTION,
             Self::Gitlab => hookbox_gitlab::MIN_RETENTION,
             Self::Linear => hookbox_linear::MIN_RETENTION,
-            Self::Custom => hookbox_core::Retention::from_days(30),
+            Self::Custom => {
+                hookbox_core::Retention::from_secs(hookbox_core::DEFAULT_KEEP.as_secs())
+            }
         }
     }
 
