@@ -38,7 +38,7 @@ pub(crate) struct InboxArgs {
 enum InboxCommand {
     /// Counts: pending (the backlog), processed, dead, and the oldest pending row.
     Stats,
-    /// Lists rows, one JSON object per line.
+    /// Lists rows, newest first, one JSON object per line.
     List {
         /// Which rows.
         #[arg(long, value_enum, default_value = "pending")]
@@ -51,7 +51,7 @@ enum InboxCommand {
         /// The row's id (from `list`).
         id: i64,
     },
-    /// Lists dead letters with their last error, oldest first.
+    /// Lists dead letters with their last error, newest first.
     Dead {
         #[command(flatten)]
         limit: Limit,
@@ -82,6 +82,7 @@ enum InboxCommand {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Status {
     Pending,
+    Failed,
     Processed,
     Dead,
     All,
@@ -90,10 +91,11 @@ enum Status {
 impl From<Status> for InboxFilter {
     fn from(status: Status) -> Self {
         match status {
-            Status::Pending => Self::Pending,
-            Status::Processed => Self::Processed,
-            Status::Dead => Self::Dead,
-            Status::All => Self::All,
+            Status::Pending => Self::pending(),
+            Status::Failed => Self::failed(),
+            Status::Processed => Self::processed(),
+            Status::Dead => Self::dead(),
+            Status::All => Self::all(),
         }
     }
 }
@@ -108,7 +110,7 @@ pub(crate) fn run(args: &InboxArgs) -> Result<ExitCode, UsageError> {
         },
         InboxCommand::Show { id } => Verb::Show(*id),
         InboxCommand::Dead { limit } => Verb::List {
-            filter: InboxFilter::Dead,
+            filter: InboxFilter::dead(),
             limit: limit.limit,
         },
         InboxCommand::Replay { id, all } => Verb::Replay {
@@ -175,7 +177,7 @@ impl Table for dyn InboxAdmin {
     }
 
     async fn replay_dead(&self) -> Result<u64, AnyStoreError> {
-        self.replay_matching(InboxFilter::Dead).await
+        self.replay_matching(InboxFilter::dead()).await
     }
 
     async fn purge_line(&self, now: OffsetDateTime) -> Result<Value, AnyStoreError> {

@@ -51,7 +51,7 @@ enum OutboxCommand {
         /// The message's id (from `list`): the Idempotency-Key the sink saw.
         id: String,
     },
-    /// Lists dead letters with their last error, oldest first.
+    /// Lists dead letters with their last error, newest first.
     Dead {
         #[command(flatten)]
         limit: Limit,
@@ -114,10 +114,10 @@ enum Status {
 impl From<Status> for OutboxFilter {
     fn from(status: Status) -> Self {
         match status {
-            Status::Pending => Self::Pending,
-            Status::Sent => Self::Sent,
-            Status::Dead => Self::Dead,
-            Status::All => Self::All,
+            Status::Pending => Self::pending(),
+            Status::Sent => Self::sent(),
+            Status::Dead => Self::dead(),
+            Status::All => Self::all(),
         }
     }
 }
@@ -141,7 +141,7 @@ pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
         },
         OutboxCommand::Show { id } => Verb::Show(MessageId::from_stored(id.clone())),
         OutboxCommand::Dead { limit } => Verb::List {
-            filter: OutboxFilter::Dead,
+            filter: OutboxFilter::dead(),
             limit: limit.limit,
         },
         OutboxCommand::Replay(replay) => replay.verb("replayed"),
@@ -209,7 +209,7 @@ impl Table for dyn OutboxAdmin {
     }
 
     async fn replay_dead(&self) -> Result<u64, AnyStoreError> {
-        self.replay_matching(OutboxFilter::Dead).await
+        self.replay_matching(OutboxFilter::dead()).await
     }
 
     async fn purge_line(&self, now: OffsetDateTime) -> Result<Value, AnyStoreError> {
@@ -225,7 +225,7 @@ fn summary(message: &OutboxMessage) -> Value {
         .and_then(hookbox_outbox::recorded_sink_answer);
     json!({
         "id": message.id.as_str(),
-        "status": message.state(),
+        "status": message.state().as_str(),
         "sink": message.sink,
         "ordering_key": message.ordering_key,
         "provider": message.key.provider(),

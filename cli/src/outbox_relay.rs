@@ -203,7 +203,7 @@ async fn relay_from<S: OutboxStore + OutboxAdmin>(
 async fn drained<S: OutboxAdmin>(store: &S, sinks: &Sinks) {
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        if let Ok(pending) = store.list(OutboxFilter::Pending, 10_000).await
+        if let Ok(pending) = store.list(OutboxFilter::pending(), 10_000).await
             && pending.iter().all(|m| sinks.get(&m.sink).is_none())
         {
             return;

@@ -89,10 +89,14 @@ pub use handler::{
 };
 pub use handshake::{HandshakeReply, Verified};
 pub use headers::KeptHeaders;
-pub use inbox::{Inbox, InboxAdmin, InboxFilter, InboxStats, Received, StoredDelivery, Worked};
+pub use inbox::{
+    BODY_SEARCH_WINDOW, DeliveryState, Inbox, InboxAdmin, InboxFilter, InboxOverview, InboxStats,
+    MinuteCounts, ProviderCounts, Received, StoredDelivery, Worked,
+};
 pub use log_every::LogEvery;
 pub use outbox::{
-    Message, MessageId, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats, OutboxStore,
+    Message, MessageId, MessageState, Outbox, OutboxAdmin, OutboxFilter, OutboxMessage,
+    OutboxStats, OutboxStore, SinkCounts,
 };
 pub use provider::{DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE, Provider, VerifyOptions};
 pub use purge::{Purge, Purged};

@@ -14,7 +14,7 @@ pub use crate::commit::{CommitCounts, GroupCommit, InFlight, ReceivesInFlight};
 #[cfg(feature = "worker")]
 pub use crate::guard::{Abandoned, GuardedRun, run_guarded};
 pub use crate::headers::{HeadersJsonError, LegacyText};
-pub use crate::inbox::ErasedHandler;
+pub use crate::inbox::{ErasedHandler, fill_minutes, minute_of};
 pub use crate::outbox::{Lease, Leased, Settlement, Staged, StagedMessage};
 pub use crate::retention::Cutoffs;
 pub use crate::store::ErasedSideEffect;

@@ -98,7 +98,7 @@ async fn amqp_exchange_routes_by_key_and_an_unroutable_message_is_never_counted_
     drain(&store, &Sinks::new().with("email", unbound), &quick(3)).await;
     let stats = store.stats().await.unwrap();
     assert_eq!((stats.sent, stats.dead), (0, 1));
-    let dead = store.list(OutboxFilter::Dead, 1).await.unwrap();
+    let dead = store.list(OutboxFilter::dead(), 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("312 NO_ROUTE"), "{reason}");
     // the broker's answer, under the kind of sink that gave it

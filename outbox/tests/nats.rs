@@ -219,7 +219,7 @@ async fn nats_message_over_the_stream_limit_is_a_dead_letter_with_the_brokers_re
     let sinks = Sinks::new().with("email", sink);
     let round = relay_once(&store, &sinks, &policy()).await.unwrap();
     assert_eq!((round.sent, round.dead), (0, 1));
-    let dead = store.list(OutboxFilter::Dead, 1).await.unwrap();
+    let dead = store.list(OutboxFilter::dead(), 1).await.unwrap();
     let reason = dead[0].last_error.clone().unwrap();
     assert!(reason.contains("message size exceeds maximum"), "{reason}");
     // the broker's answer, under the kind of sink that gave it

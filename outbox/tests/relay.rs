@@ -96,7 +96,7 @@ async fn outbox_failing_sink_is_retried_then_dead_lettered_at_the_limit() {
         vec![1, 2, 3],
         "three attempts, numbered, then dead"
     );
-    let dead = store.list(OutboxFilter::Dead, 10).await.unwrap();
+    let dead = store.list(OutboxFilter::dead(), 10).await.unwrap();
     assert_eq!(dead.len(), 1);
     assert!(
         dead[0].last_error.as_deref().unwrap().contains("503"),
@@ -141,7 +141,7 @@ async fn outbox_message_for_a_missing_sink_waits_instead_of_vanishing() {
         // due again after UNKNOWN_SINK_RECHECK; the test makes it due now
         make_due(&store).await;
     }
-    let pending = store.list(OutboxFilter::Pending, 10).await.unwrap();
+    let pending = store.list(OutboxFilter::pending(), 10).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].attempts, 0, "waiting for a sink uses no attempt");
     assert!(
@@ -206,7 +206,7 @@ async fn outbox_send_is_cut_before_its_lease_can_expire() {
         "recorded by the holder, not lost to a lease"
     );
     assert!(started.elapsed() < Duration::from_millis(500));
-    let row = &store.list(OutboxFilter::Pending, 1).await.unwrap()[0];
+    let row = &store.list(OutboxFilter::pending(), 1).await.unwrap()[0];
     assert!(
         row.last_error
             .as_deref()

@@ -237,11 +237,11 @@ impl Sandbox {
     pub async fn rows(&self) -> Vec<StoredDelivery> {
         let rows = match self.open().await {
             Db::Sqlite(store) => store
-                .list(InboxFilter::All, 1000)
+                .list(InboxFilter::all(), 1000)
                 .await
                 .map_err(|e| e.to_string()),
             Db::Pg(store) => store
-                .list(InboxFilter::All, 1000)
+                .list(InboxFilter::all(), 1000)
                 .await
                 .map_err(|e| e.to_string()),
         };

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
-use super::row::{InboxFilter, InboxStats, StoredDelivery};
+use super::filter::{InboxFilter, InboxOverview};
+use super::row::{InboxStats, StoredDelivery};
 use crate::purge::Purged;
 use crate::store::{AnyStoreError, BoxFuture};
 
-/// The operator's verbs on an inbox: `stats`, `list`, `get`, `replay`,
-/// `replay_matching` and `purge`, the same six as
-/// [`OutboxAdmin`](crate::OutboxAdmin)'s on an outbox.
+/// The operator's verbs on an inbox: `stats`, `overview`, `list`, `count`, `get`,
+/// `replay`, `replay_matching`, `purge_matching` and `purge`, the same verbs as
+/// [`OutboxAdmin`](crate::OutboxAdmin)'s on an outbox where an outbox has them.
 ///
 /// Object-safe, with every error boxed as [`AnyStoreError`], so a command-line tool
 /// or an admin page holds a `&dyn InboxAdmin` (or a `Box<dyn InboxAdmin>`) and
@@ -28,9 +29,10 @@ use crate::store::{AnyStoreError, BoxFuture};
 /// # Contract
 /// - Every verb runs on a pooled connection, in short statements of its own,
 ///   never inside a worker's or a caller's transaction.
-/// - Only [`replay`](InboxAdmin::replay), [`replay_matching`](InboxAdmin::replay_matching)
-///   and [`purge`](InboxAdmin::purge) write; a replay touches dead letters only
-///   (never a processed row, so nothing applied is applied again by it).
+/// - Only [`replay`](InboxAdmin::replay), [`replay_matching`](InboxAdmin::replay_matching),
+///   [`purge_matching`](InboxAdmin::purge_matching) and [`purge`](InboxAdmin::purge)
+///   write; a replay touches dead letters only (never a processed row, so nothing
+///   applied is applied again by it), and so does `purge_matching`.
 pub trait InboxAdmin: Send + Sync {
     /// Returns the backlog (rows neither processed nor dead, and the oldest one's
     /// arrival), processed and dead-letter counts.
@@ -39,9 +41,19 @@ pub trait InboxAdmin: Send + Sync {
     /// The database failed.
     fn stats(&self) -> BoxFuture<'_, Result<InboxStats, AnyStoreError>>;
 
-    /// Returns up to `limit` rows that `filter` selects, in its order: pending by
-    /// due time, processed newest first, dead letters oldest first, all newest
-    /// first (see [`InboxFilter`]).
+    /// Returns the counts per provider and, for every minute from `since` (rounded
+    /// down to its minute) to now, the rows received and processed in it.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn overview(
+        &self,
+        since: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<InboxOverview, AnyStoreError>>;
+
+    /// Returns up to `limit` rows that `filter` selects, newest first (by row id,
+    /// descending), starting after its [`before_id`](InboxFilter::before_id)
+    /// cursor: the next page starts after the last row returned.
     ///
     /// # Errors
     /// The database failed, or a row could not be read back (the error names it).
@@ -50,6 +62,14 @@ pub trait InboxAdmin: Send + Sync {
         filter: InboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>>;
+
+    /// Counts the rows `filter` selects, its cursor ignored: what
+    /// [`replay_matching`](InboxAdmin::replay_matching) or
+    /// [`purge_matching`](InboxAdmin::purge_matching) would look at.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn count(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 
     /// Returns one row by id; `None` when there is none.
     ///
@@ -65,15 +85,24 @@ pub trait InboxAdmin: Send + Sync {
     /// The database failed.
     fn replay(&self, id: i64) -> BoxFuture<'_, Result<bool, AnyStoreError>>;
 
-    /// Makes every dead letter among the rows `filter` selects due now, as
-    /// [`replay`](InboxAdmin::replay) does one; returns how many. Rows that are not
-    /// dead letters are left as they are, so [`InboxFilter::Dead`] and
-    /// [`InboxFilter::All`] replay every dead letter, and [`InboxFilter::Pending`]
-    /// and [`InboxFilter::Processed`] none.
+    /// Makes every dead letter among the rows `filter` selects (its cursor
+    /// ignored) due now, as [`replay`](InboxAdmin::replay) does one; returns how
+    /// many. Rows that are not dead letters are left as they are, so a filter for
+    /// pending or processed rows replays none.
     ///
     /// # Errors
     /// The database failed; nothing was replayed.
     fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
+
+    /// Deletes the dead letters among the rows `filter` selects (its cursor
+    /// ignored); returns how many. Only dead letters: a pending row has not been
+    /// applied yet, and a processed row's key must outlive the provider's retries
+    /// (the retention purges those). A deleted dead letter's delivery, sent again
+    /// by its provider, is stored as new.
+    ///
+    /// # Errors
+    /// The database failed; nothing was deleted.
+    fn purge_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 
     /// Deletes what the store's retention lets go at `now`: the operator's door to
     /// the store's [`Purge`](crate::Purge), with the same contract (keys, processed
@@ -93,12 +122,23 @@ macro_rules! forward_inbox_admin {
                 (**self).stats()
             }
 
+            fn overview(
+                &self,
+                since: OffsetDateTime,
+            ) -> BoxFuture<'_, Result<InboxOverview, AnyStoreError>> {
+                (**self).overview(since)
+            }
+
             fn list(
                 &self,
                 filter: InboxFilter,
                 limit: u32,
             ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
                 (**self).list(filter, limit)
+            }
+
+            fn count(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).count(filter)
             }
 
             fn get(
@@ -117,6 +157,13 @@ macro_rules! forward_inbox_admin {
                 filter: InboxFilter,
             ) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
                 (**self).replay_matching(filter)
+            }
+
+            fn purge_matching(
+                &self,
+                filter: InboxFilter,
+            ) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).purge_matching(filter)
             }
 
             fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {

@@ -5,9 +5,14 @@
 //! worker apply the side effect, marking the row processed in the same transaction.
 
 mod admin;
+mod filter;
 mod row;
 mod store;
 
 pub use admin::InboxAdmin;
-pub use row::{InboxFilter, InboxStats, Received, StoredDelivery, Worked};
+pub use filter::{
+    BODY_SEARCH_WINDOW, DeliveryState, InboxFilter, InboxOverview, MinuteCounts, ProviderCounts,
+};
+pub use filter::{fill_minutes, minute_of};
+pub use row::{InboxStats, Received, StoredDelivery, Worked};
 pub use store::{ErasedHandler, Inbox};

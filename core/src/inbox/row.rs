@@ -1,9 +1,10 @@
 //! The inbox's data, as stores return it and operators read it: what a receive did,
-//! a stored row, what a worker call did, the operator's filter and counts.
+//! a stored row, what a worker call did, the operator's counts.
 
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use super::filter::DeliveryState;
 use crate::{DedupeKey, Delivery, KeptHeaders};
 
 /// What [`Inbox::receive`](crate::Inbox::receive) did. Both mean the delivery is durably stored: answer 2xx.
@@ -54,6 +55,20 @@ impl StoredDelivery {
         Delivery::of_row(self)
     }
 
+    /// Where the row is in its life: processed, dead, failed (pending after a
+    /// failed try) or pending.
+    pub fn state(&self) -> DeliveryState {
+        if self.processed_at.is_some() {
+            DeliveryState::Processed
+        } else if self.dead_at.is_some() {
+            DeliveryState::Dead
+        } else if self.attempts > 0 {
+            DeliveryState::Failed
+        } else {
+            DeliveryState::Pending
+        }
+    }
+
     /// Deserializes the body into your own type.
     ///
     /// # Errors
@@ -84,20 +99,6 @@ pub enum Worked {
         /// letter and will not be retried until replayed.
         dead: bool,
     },
-}
-
-/// Which inbox rows an operator lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InboxFilter {
-    /// Not yet processed and not dead, the next due first.
-    #[default]
-    Pending,
-    /// Processed, the most recent first.
-    Processed,
-    /// Dead letters, the oldest first.
-    Dead,
-    /// Every row, the newest first.
-    All,
 }
 
 /// Counts an operator looks at.

@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
+use super::filter::{OutboxFilter, SinkCounts};
 use super::message::MessageId;
-use super::row::{OutboxFilter, OutboxMessage, OutboxStats};
+use super::row::{OutboxMessage, OutboxStats};
 use crate::store::{AnyStoreError, BoxFuture};
 
-/// The operator's verbs on an outbox: `stats`, `list`, `get`, `replay`,
-/// `replay_matching` and `purge`, the same six as
+/// The operator's verbs on an outbox: `stats`, `sinks`, `list`, `count`, `get`,
+/// `replay`, `replay_matching` and `purge`, named as
 /// [`InboxAdmin`](crate::InboxAdmin)'s on an inbox.
 ///
 /// Object-safe, with every error boxed as [`AnyStoreError`], so one command holds a
@@ -39,9 +40,15 @@ pub trait OutboxAdmin: Send + Sync {
     /// The database failed.
     fn stats(&self) -> BoxFuture<'_, Result<OutboxStats, AnyStoreError>>;
 
-    /// Returns up to `limit` messages that `filter` selects, in its order: pending
-    /// in staging order, sent newest first, dead letters oldest first, all newest
-    /// first (see [`OutboxFilter`]).
+    /// Returns the counts per sink, by name.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn sinks(&self) -> BoxFuture<'_, Result<Vec<SinkCounts>, AnyStoreError>>;
+
+    /// Returns up to `limit` messages that `filter` selects, newest first (by
+    /// staging sequence, descending), starting after its
+    /// [`before_seq`](OutboxFilter::before_seq) cursor.
     ///
     /// # Errors
     /// The database failed, or a message could not be read back (the error names
@@ -51,6 +58,12 @@ pub trait OutboxAdmin: Send + Sync {
         filter: OutboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>>;
+
+    /// Counts the messages `filter` selects, its cursor ignored.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn count(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>>;
 
     /// Returns one message by id; `None` when there is none.
     ///
@@ -70,12 +83,11 @@ pub trait OutboxAdmin: Send + Sync {
     /// The database failed.
     fn replay<'a>(&'a self, id: &'a MessageId) -> BoxFuture<'a, Result<bool, AnyStoreError>>;
 
-    /// Makes every dead message among those `filter` selects due now, as
-    /// [`replay`](OutboxAdmin::replay) does one; returns how many. Messages that
-    /// are not dead are left as they are (a sent message is sent again only by
-    /// [`replay`](OutboxAdmin::replay) of its id), so [`OutboxFilter::Dead`] and
-    /// [`OutboxFilter::All`] replay every dead message, and
-    /// [`OutboxFilter::Pending`] and [`OutboxFilter::Sent`] none.
+    /// Makes every dead message among those `filter` selects (its cursor ignored)
+    /// due now, as [`replay`](OutboxAdmin::replay) does one; returns how many.
+    /// Messages that are not dead are left as they are (a sent message is sent
+    /// again only by [`replay`](OutboxAdmin::replay) of its id), so a filter for
+    /// pending or sent messages replays none.
     ///
     /// # Errors
     /// The database failed; nothing was replayed.
@@ -100,12 +112,20 @@ macro_rules! forward_outbox_admin {
                 (**self).stats()
             }
 
+            fn sinks(&self) -> BoxFuture<'_, Result<Vec<SinkCounts>, AnyStoreError>> {
+                (**self).sinks()
+            }
+
             fn list(
                 &self,
                 filter: OutboxFilter,
                 limit: u32,
             ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
                 (**self).list(filter, limit)
+            }
+
+            fn count(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+                (**self).count(filter)
             }
 
             fn get<'a>(

@@ -18,13 +18,13 @@
 //! and exactly once where the downstream honours the key.
 
 mod admin;
+mod filter;
 mod message;
 mod row;
 mod store;
 
 pub use admin::OutboxAdmin;
+pub use filter::{MessageState, OutboxFilter, SinkCounts};
 pub use message::{Message, MessageId};
-pub use row::{
-    Lease, Leased, OutboxFilter, OutboxMessage, OutboxStats, Settlement, Staged, StagedMessage,
-};
+pub use row::{Lease, Leased, OutboxMessage, OutboxStats, Settlement, Staged, StagedMessage};
 pub use store::{Outbox, OutboxStore};

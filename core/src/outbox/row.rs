@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use super::filter::MessageState;
 use super::message::{Message, MessageId};
 use crate::{DedupeKey, KeptHeaders};
 
@@ -72,14 +73,14 @@ pub struct OutboxMessage {
 }
 
 impl OutboxMessage {
-    /// Returns the state an operator reads: `pending`, `sent` or `dead`.
-    pub fn state(&self) -> &'static str {
+    /// Returns where the message is: sent, dead or pending.
+    pub fn state(&self) -> MessageState {
         if self.sent_at.is_some() {
-            "sent"
+            MessageState::Sent
         } else if self.dead_at.is_some() {
-            "dead"
+            MessageState::Dead
         } else {
-            "pending"
+            MessageState::Pending
         }
     }
 }
@@ -131,20 +132,6 @@ pub enum Settlement<'a> {
         /// When the message is due again.
         at: OffsetDateTime,
     },
-}
-
-/// Which outbox messages an operator lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OutboxFilter {
-    /// Not sent and not dead, in staging order.
-    #[default]
-    Pending,
-    /// Sent, the most recent first.
-    Sent,
-    /// Dead letters, the oldest first.
-    Dead,
-    /// Every message, the newest first.
-    All,
 }
 
 /// Counts an operator looks at.

@@ -214,8 +214,7 @@ pub async fn check_tenant_keys_read_back_exactly<H: Harness>() {
     assert_eq!(h.store().receive(&other).await.unwrap(), Received::Stored);
 }
 
-/// `list` filters and orders rows the way an operator reads them: pending by due
-/// time, dead letters oldest first, everything newest first, at most `limit`.
+/// `list` filters rows by state, newest first, at most `limit`.
 pub async fn check_list_filters_and_orders_rows<H: Harness>() {
     let h = H::setup(SuiteConfig::with_max_attempts(1)).await;
     for (id, body) in [("a", "{}"), ("b", "poison"), ("c", "{}")] {
@@ -230,15 +229,15 @@ pub async fn check_list_filters_and_orders_rows<H: Harness>() {
             .map(|r| r.key.delivery_id().to_string())
             .collect::<Vec<_>>()
     };
-    assert_eq!(list(InboxFilter::Pending, 10).await, ["d"]);
-    assert_eq!(list(InboxFilter::Dead, 10).await, ["b"]);
-    let mut processed = list(InboxFilter::Processed, 10).await;
+    assert_eq!(list(InboxFilter::pending(), 10).await, ["d"]);
+    assert_eq!(list(InboxFilter::dead(), 10).await, ["b"]);
+    let mut processed = list(InboxFilter::processed(), 10).await;
     processed.sort();
     assert_eq!(processed, ["a", "c"]);
-    assert_eq!(list(InboxFilter::All, 10).await, ["d", "c", "b", "a"]);
-    assert_eq!(list(InboxFilter::All, 2).await, ["d", "c"]);
+    assert_eq!(list(InboxFilter::all(), 10).await, ["d", "c", "b", "a"]);
+    assert_eq!(list(InboxFilter::all(), 2).await, ["d", "c"]);
     assert_eq!(
-        h.store().list(InboxFilter::Dead, 10).await.unwrap().len(),
+        h.store().list(InboxFilter::dead(), 10).await.unwrap().len(),
         1
     );
 }
@@ -359,7 +358,7 @@ pub async fn check_group_commit_stores_each_key_once_across_a_burst<H: Harness>(
         }
     }
     assert_eq!(stored, vec![1; keys], "one Stored answer per key");
-    let rows = h.store().list(InboxFilter::All, 1_000).await.unwrap();
+    let rows = h.store().list(InboxFilter::all(), 1_000).await.unwrap();
     assert_eq!(rows.len(), keys, "one row per key");
 }
 
@@ -401,7 +400,7 @@ pub async fn check_group_commit_refused_row_fails_only_its_caller<H: Harness>(se
         }
     }
     assert_eq!(refused, 1);
-    let rows = h.store().list(InboxFilter::All, 1_000).await.unwrap();
+    let rows = h.store().list(InboxFilter::all(), 1_000).await.unwrap();
     assert_eq!(rows.len(), senders - 1);
     assert!(
         rows.iter()

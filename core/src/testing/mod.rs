@@ -25,6 +25,7 @@
 //! returning [`HandlerError`](crate::HandlerError) on failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod admin;
 mod batch;
 mod claims;
 mod fixtures;
@@ -43,6 +44,11 @@ use crate::{
     VersionGuard,
 };
 
+pub use admin::{
+    check_admin_filters_select_and_page_rows, check_admin_matching_verbs_touch_dead_letters_only,
+    check_admin_outbox_filters_and_counts_per_sink,
+    check_admin_overview_counts_per_provider_and_minute,
+};
 pub use batch::{
     check_batch_failed_commit_applies_nothing,
     check_batch_failing_handler_costs_its_neighbours_nothing,
@@ -364,6 +370,10 @@ macro_rules! conformance_tests {
             inbox_keeps_correlation_id_and_signed_at => check_inbox_keeps_correlation_id_and_signed_at();
             tenant_keys_read_back_exactly => check_tenant_keys_read_back_exactly();
             list_filters_and_orders_rows => check_list_filters_and_orders_rows();
+            admin_filters_select_and_page_rows => check_admin_filters_select_and_page_rows();
+            admin_overview_counts_per_provider_and_minute => check_admin_overview_counts_per_provider_and_minute();
+            admin_matching_verbs_touch_dead_letters_only => check_admin_matching_verbs_touch_dead_letters_only();
+            admin_outbox_filters_and_counts_per_sink => check_admin_outbox_filters_and_counts_per_sink();
             one_handler_serves_both_modes => check_one_handler_serves_both_modes();
             poison_event_dead_letters_while_others_flow => check_poison_event_dead_letters_while_others_flow();
             replay_matching_replays_dead_letters_only => check_replay_matching_replays_dead_letters_only();

@@ -19,7 +19,7 @@ use crate::{
 const LEASE: Duration = Duration::from_secs(30);
 
 async fn all_messages<H: Harness>(h: &H) -> Vec<crate::OutboxMessage> {
-    h.store().list(OutboxFilter::All, 1_000).await.unwrap()
+    h.store().list(OutboxFilter::all(), 1_000).await.unwrap()
 }
 
 async fn lease_now<H: Harness>(h: &H, now: OffsetDateTime) -> Vec<Leased> {
@@ -171,7 +171,7 @@ pub async fn check_outbox_expired_lease_goes_to_another_relay<H: Harness>() {
         .unwrap();
     assert!(settled);
     let row = h.store().get(&staged[0]).await.unwrap().unwrap();
-    assert_eq!(row.state(), "sent");
+    assert_eq!(row.state().as_str(), "sent");
     assert!(
         lease_now(&h, later + LEASE * 4).await.is_empty(),
         "sent is final"
@@ -279,15 +279,15 @@ pub async fn check_outbox_dead_letter_is_kept_and_retried_on_request<H: Harness>
 
     let stats = h.store().stats().await.unwrap();
     assert_eq!((stats.pending, stats.sent, stats.dead), (0, 1, 1));
-    let listed = h.store().list(OutboxFilter::Dead, 10).await.unwrap();
+    let listed = h.store().list(OutboxFilter::dead(), 10).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, staged[0]);
     assert_eq!(listed[0].last_error.as_deref(), Some("422 from the CRM"));
-    assert_eq!(listed[0].state(), "dead");
+    assert_eq!(listed[0].state().as_str(), "dead");
 
-    for filter in [OutboxFilter::Pending, OutboxFilter::Sent] {
+    for filter in [OutboxFilter::pending(), OutboxFilter::sent()] {
         assert_eq!(
-            h.store().replay_matching(filter).await.unwrap(),
+            h.store().replay_matching(filter.clone()).await.unwrap(),
             0,
             "{filter:?} selects no dead message"
         );
@@ -308,7 +308,7 @@ pub async fn check_outbox_dead_letter_is_kept_and_retried_on_request<H: Harness>
 
     // dead again: every dead message among those the filter selects is replayed
     assert!(h.store().settle(again[0].lease, dead, later).await.unwrap());
-    for filter in [OutboxFilter::Dead, OutboxFilter::All] {
+    for filter in [OutboxFilter::dead(), OutboxFilter::all()] {
         assert_eq!(h.store().replay_matching(filter).await.unwrap(), 1);
         let stats = h.store().stats().await.unwrap();
         assert_eq!((stats.pending, stats.sent, stats.dead), (1, 1, 0));
@@ -357,7 +357,7 @@ pub async fn check_outbox_purge_keeps_unsent_and_dead<H: Harness>() {
     let left: Vec<_> = all_messages(&h)
         .await
         .into_iter()
-        .map(|m| (m.id.clone(), m.state()))
+        .map(|m| (m.id.clone(), m.state().as_str()))
         .collect();
     assert_eq!(left.len(), 2);
     assert!(left.contains(&(staged[1].clone(), "dead")));
@@ -476,14 +476,14 @@ pub async fn check_outbox_settle_many_records_each_outcome<H: Harness>() {
         let id = id.clone();
         async move { h.store().get(&id).await.unwrap().unwrap() }
     };
-    assert_eq!(state(&staged[0]).await.state(), "sent");
+    assert_eq!(state(&staged[0]).await.state().as_str(), "sent");
     let retried = state(&staged[1]).await;
-    assert_eq!((retried.state(), retried.attempts), ("pending", 1));
+    assert_eq!((retried.state().as_str(), retried.attempts), ("pending", 1));
     assert_eq!(retried.last_error.as_deref(), Some("503"));
-    assert_eq!(state(&staged[2]).await.state(), "dead");
+    assert_eq!(state(&staged[2]).await.state().as_str(), "dead");
     let released = state(&staged[3]).await;
     assert_eq!(
-        (released.state(), released.attempts),
+        (released.state().as_str(), released.attempts),
         ("pending", 0),
         "a release gives its attempt back"
     );
@@ -493,7 +493,7 @@ pub async fn check_outbox_settle_many_records_each_outcome<H: Harness>() {
     );
     // the stale token changed nothing: the message is still leased
     let still = state(&staged[4]).await;
-    assert_eq!((still.state(), still.attempts), ("pending", 1));
+    assert_eq!((still.state().as_str(), still.attempts), ("pending", 1));
     let again = lease_now(h, now).await;
     assert_eq!(ids(&again), vec![staged[1].clone(), staged[3].clone()]);
 }

@@ -52,7 +52,7 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
     let stats = h.store().stats().await.unwrap();
     assert_eq!((stats.pending, stats.dead, stats.processed), (0, 1, 3));
 
-    let letters = h.store().list(InboxFilter::Dead, 10).await.unwrap();
+    let letters = h.store().list(InboxFilter::dead(), 10).await.unwrap();
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
     assert_eq!(letter.key.delivery_id(), "evt_poison");
@@ -71,7 +71,7 @@ pub async fn check_poison_event_dead_letters_while_others_flow<H: Harness>() {
     Purge::purge(h.store(), next_year).await.unwrap();
     InboxAdmin::purge(h.store(), next_year).await.unwrap();
     assert_eq!(
-        h.store().list(InboxFilter::Dead, 10).await.unwrap().len(),
+        h.store().list(InboxFilter::dead(), 10).await.unwrap().len(),
         1
     );
 
@@ -108,16 +108,19 @@ pub async fn check_replay_matching_replays_dead_letters_only<H: Harness>() {
         .unwrap();
     let stats = h.store().stats().await.unwrap();
     assert_eq!((stats.pending, stats.processed, stats.dead), (1, 1, 3));
-    for filter in [InboxFilter::Pending, InboxFilter::Processed] {
+    for filter in [InboxFilter::pending(), InboxFilter::processed()] {
         assert_eq!(
-            h.store().replay_matching(filter).await.unwrap(),
+            h.store().replay_matching(filter.clone()).await.unwrap(),
             0,
             "{filter:?} selects no dead letter"
         );
     }
     assert_eq!(h.store().stats().await.unwrap(), stats, "nothing changed");
     assert_eq!(
-        h.store().replay_matching(InboxFilter::Dead).await.unwrap(),
+        h.store()
+            .replay_matching(InboxFilter::dead())
+            .await
+            .unwrap(),
         3
     );
     let stats = h.store().stats().await.unwrap();
@@ -135,7 +138,7 @@ pub async fn check_replay_matching_replays_dead_letters_only<H: Harness>() {
     drain(&h, &credit_handler::<H>).await;
     assert_eq!(h.store().stats().await.unwrap().dead, 1);
     assert_eq!(
-        h.store().replay_matching(InboxFilter::All).await.unwrap(),
+        h.store().replay_matching(InboxFilter::all()).await.unwrap(),
         1
     );
     let stats = h.store().stats().await.unwrap();

@@ -282,7 +282,7 @@ async fn a_poison_event_is_acknowledged_then_dead_lettered_while_others_flow() {
     // three failures (the test policy's limit), one dead letter, the rest applied
     assert_eq!(drain(&store).await, (3, 3, 1));
     assert_eq!(ledger_total(&store).await, 300);
-    let letters = store.list(InboxFilter::Dead, 10).await.unwrap();
+    let letters = store.list(InboxFilter::dead(), 10).await.unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].key.delivery_id(), "d-poison");
     assert!(

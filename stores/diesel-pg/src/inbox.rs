@@ -6,14 +6,16 @@
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use hookbox_core::spi::{ErasedHandler, RowOutcome};
+use hookbox_core::spi::{ErasedHandler, RowOutcome, fill_minutes, minute_of};
 use hookbox_core::{
-    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxStats, Purge,
-    Purged, Received, StoredDelivery, VerifiedDelivery,
+    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxOverview,
+    InboxStats, MinuteCounts, ProviderCounts, Purge, Purged, Received, StoredDelivery,
+    VerifiedDelivery,
 };
 use time::OffsetDateTime;
 
 use crate::error::{PgError, boxed_any};
+use crate::filter::{Cursor, inbox_condition};
 use crate::rows::InboxRow;
 use crate::schema::hookbox_inbox as inbox;
 use crate::store::PgStore;
@@ -81,29 +83,18 @@ async fn get(store: &PgStore, id: i64) -> Result<Option<StoredDelivery>, PgError
     row.map(InboxRow::into_delivery).transpose()
 }
 
-/// Up to `limit` rows in `filter`'s order ([`InboxAdmin::list`]).
+/// Up to `limit` rows `filter` selects, newest first ([`InboxAdmin::list`]).
 async fn list(
     store: &PgStore,
     filter: InboxFilter,
     limit: u32,
 ) -> Result<Vec<StoredDelivery>, PgError> {
-    let query = inbox::table.select(InboxRow::as_select()).into_boxed();
-    let query = match filter {
-        InboxFilter::Pending => query
-            .filter(inbox::processed_at.is_null())
-            .filter(inbox::dead_at.is_null())
-            .order((inbox::next_attempt_at.asc(), inbox::id.asc())),
-        InboxFilter::Processed => query
-            .filter(inbox::processed_at.is_not_null())
-            .order((inbox::processed_at.desc(), inbox::id.desc())),
-        InboxFilter::Dead => query
-            .filter(inbox::dead_at.is_not_null())
-            .order((inbox::dead_at.asc(), inbox::id.asc())),
-        InboxFilter::All => query.order(inbox::id.desc()),
-    };
     let rows = store
         .with_connection(async |conn| {
-            query
+            inbox::table
+                .select(InboxRow::as_select())
+                .filter(inbox_condition(conn, &filter, Cursor::Keep).await?)
+                .order(inbox::id.desc())
                 .limit(i64::from(limit))
                 .load::<InboxRow>(conn)
                 .await
@@ -111,6 +102,21 @@ async fn list(
         })
         .await?;
     rows.into_iter().map(InboxRow::into_delivery).collect()
+}
+
+/// How many rows `filter` selects, its cursor ignored ([`InboxAdmin::count`]).
+async fn count(store: &PgStore, filter: InboxFilter) -> Result<u64, PgError> {
+    let counted: i64 = store
+        .with_connection(async |conn| {
+            inbox::table
+                .filter(inbox_condition(conn, &filter, Cursor::Ignore).await?)
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(PgError::query)
+        })
+        .await?;
+    Ok(u64::try_from(counted).unwrap_or(0))
 }
 
 /// Makes one dead letter due now ([`InboxAdmin::replay`]).
@@ -132,13 +138,14 @@ async fn replay(store: &PgStore, id: i64) -> Result<bool, PgError> {
         .await
 }
 
-/// Makes every dead letter due now; returns how many
-/// ([`InboxAdmin::replay_matching`] of a filter that selects them).
-async fn replay_dead(store: &PgStore) -> Result<u64, PgError> {
+/// Makes every dead letter `filter` selects due now; returns how many
+/// ([`InboxAdmin::replay_matching`]).
+async fn replay_matching(store: &PgStore, filter: InboxFilter) -> Result<u64, PgError> {
     store
         .with_connection(async |conn| {
             let replayed = diesel::update(
                 inbox::table
+                    .filter(inbox_condition(conn, &filter, Cursor::Ignore).await?)
                     .filter(inbox::dead_at.is_not_null())
                     .filter(inbox::processed_at.is_null()),
             )
@@ -149,6 +156,88 @@ async fn replay_dead(store: &PgStore) -> Result<u64, PgError> {
             Ok(replayed as u64)
         })
         .await
+}
+
+/// Deletes every dead letter `filter` selects; returns how many
+/// ([`InboxAdmin::purge_matching`]).
+async fn purge_matching(store: &PgStore, filter: InboxFilter) -> Result<u64, PgError> {
+    store
+        .with_connection(async |conn| {
+            let deleted = diesel::delete(
+                inbox::table
+                    .filter(inbox_condition(conn, &filter, Cursor::Ignore).await?)
+                    .filter(inbox::dead_at.is_not_null())
+                    .filter(inbox::processed_at.is_null()),
+            )
+            .execute(conn)
+            .await
+            .map_err(PgError::query)?;
+            Ok(deleted as u64)
+        })
+        .await
+}
+
+/// The counts per provider and per minute since `since` ([`InboxAdmin::overview`]).
+async fn overview(store: &PgStore, since: OffsetDateTime) -> Result<InboxOverview, PgError> {
+    let since = minute_of(since);
+    let (providers, minutes) = store
+        .with_connection(async |conn| {
+            let providers = diesel::sql_query(
+                "SELECT provider, \
+                   count(*) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) AS pending, \
+                   count(*) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL \
+                     AND attempts > 0) AS failed, \
+                   count(*) FILTER (WHERE processed_at IS NOT NULL) AS processed, \
+                   count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, \
+                   min(received_at) FILTER (WHERE processed_at IS NULL AND dead_at IS NULL) \
+                     AS oldest_pending \
+                 FROM hookbox_inbox GROUP BY provider ORDER BY provider",
+            )
+            .load::<ProviderRow>(conn)
+            .await
+            .map_err(PgError::query)?;
+            let minutes = diesel::sql_query(
+                "SELECT minute, sum(received)::bigint AS received, \
+                   sum(processed)::bigint AS processed FROM ( \
+                   SELECT date_trunc('minute', received_at) AS minute, \
+                     count(*) AS received, 0::bigint AS processed \
+                   FROM hookbox_inbox WHERE received_at >= $1 GROUP BY 1 \
+                   UNION ALL \
+                   SELECT date_trunc('minute', processed_at), 0, count(*) \
+                   FROM hookbox_inbox WHERE processed_at >= $1 GROUP BY 1 \
+                 ) AS traffic GROUP BY minute ORDER BY minute",
+            )
+            .bind::<diesel::sql_types::Timestamptz, _>(since)
+            .load::<MinuteRow>(conn)
+            .await
+            .map_err(PgError::query)?;
+            Ok::<_, PgError>((providers, minutes))
+        })
+        .await?;
+    let now = OffsetDateTime::now_utc();
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let seen: Vec<MinuteCounts> = minutes
+        .into_iter()
+        .map(|m| MinuteCounts {
+            minute: m.minute,
+            received: count(m.received),
+            processed: count(m.processed),
+        })
+        .collect();
+    Ok(InboxOverview {
+        providers: providers
+            .into_iter()
+            .map(|p| ProviderCounts {
+                provider: p.provider,
+                pending: count(p.pending),
+                failed: count(p.failed),
+                processed: count(p.processed),
+                dead: count(p.dead),
+                oldest_pending: p.oldest_pending,
+            })
+            .collect(),
+        minutes: fill_minutes(since, now.max(since), &seen),
+    })
 }
 
 /// The counts ([`InboxAdmin::stats`]), in one statement.
@@ -184,12 +273,23 @@ impl InboxAdmin for PgStore {
         boxed_any(stats(self))
     }
 
+    fn overview(
+        &self,
+        since: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<InboxOverview, AnyStoreError>> {
+        boxed_any(overview(self, since))
+    }
+
     fn list(
         &self,
         filter: InboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
         boxed_any(list(self, filter, limit))
+    }
+
+    fn count(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(count(self, filter))
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
@@ -201,17 +301,42 @@ impl InboxAdmin for PgStore {
     }
 
     fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        match filter {
-            // the filters whose rows include dead letters
-            InboxFilter::Dead | InboxFilter::All => boxed_any(replay_dead(self)),
-            // none of their rows is a dead letter
-            InboxFilter::Pending | InboxFilter::Processed => Box::pin(async { Ok(0) }),
-        }
+        boxed_any(replay_matching(self, filter))
+    }
+
+    fn purge_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(purge_matching(self, filter))
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {
         boxed_any(Purge::purge(self, now))
     }
+}
+
+#[derive(QueryableByName)]
+struct ProviderRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    provider: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pending: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    failed: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    processed: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    dead: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    oldest_pending: Option<OffsetDateTime>,
+}
+
+#[derive(QueryableByName)]
+struct MinuteRow {
+    #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    minute: OffsetDateTime,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    received: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    processed: i64,
 }
 
 #[derive(QueryableByName)]

@@ -208,6 +208,7 @@
 
 mod claims;
 mod error;
+mod filter;
 mod inbox;
 mod migrations;
 mod options;

@@ -83,7 +83,7 @@ async fn a_batch_whose_connection_dies_answers_no_caller_stored_and_stores_nothi
         !failed.is_empty(),
         "the killed statements' callers got errors"
     );
-    let rows = store.list(InboxFilter::All, 100).await.unwrap();
+    let rows = store.list(InboxFilter::all(), 100).await.unwrap();
     let kept: Vec<&str> = rows.iter().map(|r| r.key.delivery_id()).collect();
     for id in &stored {
         assert!(
@@ -138,7 +138,7 @@ async fn one_writer_stores_each_key_of_a_burst_once() {
     for id in &ids {
         assert_eq!(stored[id], 1, "{id}: one copy is answered Stored");
     }
-    let rows = store.list(InboxFilter::All, 1000).await.unwrap();
+    let rows = store.list(InboxFilter::all(), 1000).await.unwrap();
     assert_eq!(rows.len(), ids.len(), "one row per key");
     let batches = store.group_commit_stats().unwrap();
     assert!(

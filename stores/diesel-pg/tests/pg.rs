@@ -290,7 +290,10 @@ async fn headers_written_before_the_shared_codec_read_back_as_written() {
            VALUES ('conformance', 'standard', 'evt_old', '\x7b7d', '[["x-odd","café"],["x-lossy","caf�"]]')"#,
     )
     .await;
-    let old = store.list(hookbox_core::InboxFilter::All, 1).await.unwrap();
+    let old = store
+        .list(hookbox_core::InboxFilter::all(), 1)
+        .await
+        .unwrap();
     let headers = &old[0].headers;
     assert_eq!(headers.get("x-odd").unwrap().as_bytes(), "café".as_bytes());
     assert_eq!(
@@ -317,6 +320,9 @@ async fn headers_written_before_the_shared_codec_read_back_as_written() {
             .unwrap();
     assert_eq!(stored.headers, r#"[["x-odd",{"base64":"Y2Fm6Q=="}]]"#);
     drop(conn);
-    let rows = store.list(hookbox_core::InboxFilter::All, 1).await.unwrap();
+    let rows = store
+        .list(hookbox_core::InboxFilter::all(), 1)
+        .await
+        .unwrap();
     assert_eq!(rows[0].headers, obs_text);
 }

@@ -371,7 +371,7 @@ impl<S> Cached<S> {
     /// Deletes every key under the prefix, after the writes already spawned have
     /// landed (so none of them re-creates a key behind the flush). A failure leaves
     /// keys behind and is only logged: what they say (committed) stays true.
-    async fn forget_all(&self) {
+    pub(crate) async fn forget_all(&self) {
         let deadline = tokio::time::Instant::now() + FLUSH_TIMEOUT;
         while self.state.pending_writes.load(Ordering::Relaxed) > 0
             && tokio::time::Instant::now() < deadline
@@ -428,9 +428,10 @@ impl Drop for PendingWrite {
 }
 
 fn flush_failed(err: &dyn fmt::Display) {
-    tracing::warn!(
+    tracing::error!(
         error = %err,
-        "redis cache flush after a purge ahead of the clock failed; some keys stay cached until their ttl"
+        "redis cache flush after a purge failed; some deleted keys stay cached until their ttl \
+         (a copy of a deleted delivery may be answered as a duplicate until then)"
     );
 }
 

@@ -314,7 +314,7 @@ async fn operators_reach_the_store_through_the_cache_as_a_dyn_inbox_admin() {
     // list, get and stats forward to the store through the cache's own InboxAdmin
     let admin: &dyn hookbox_core::InboxAdmin = &f.store;
     assert_eq!(admin.stats().await.unwrap().pending, 1);
-    let rows = admin.list(InboxFilter::Pending, 10).await.unwrap();
+    let rows = admin.list(InboxFilter::pending(), 10).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(&rows[0].key, d.dedupe_key());
     let row = admin.get(rows[0].id).await.unwrap().expect("the row by id");

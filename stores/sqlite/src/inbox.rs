@@ -9,15 +9,17 @@ use diesel::OptionalExtension as _;
 use diesel::sql_types::{BigInt, Nullable};
 use diesel::sqlite::SqliteConnection;
 use diesel_async::RunQueryDsl as _;
-use hookbox_core::spi::{ErasedHandler, RowOutcome};
+use hookbox_core::spi::{ErasedHandler, RowOutcome, fill_minutes, minute_of};
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
-    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxStats, Purge,
-    Purged, Received, StoredDelivery, VerifiedDelivery,
+    AnyStoreError, BatchLimits, BoxFuture, Inbox, InboxAdmin, InboxFilter, InboxOverview,
+    InboxStats, MinuteCounts, ProviderCounts, Purge, Purged, Received, StoredDelivery,
+    VerifiedDelivery,
 };
 
 use crate::connect::Conn;
 use crate::error::{SqliteError, boxed_any};
+use crate::filter::{Cursor, inbox_where};
 use crate::rows::{InboxRow, from_micros, micros, now, select_inbox};
 use crate::store::SqliteStore;
 use crate::writer::{InboxInsert, received};
@@ -132,37 +134,40 @@ async fn get(store: &SqliteStore, id: i64) -> Result<Option<StoredDelivery>, Sql
     row.map(InboxRow::into_delivery).transpose()
 }
 
-/// `InboxAdmin::list` with `InboxFilter::Pending`, by due time. Binds: limit.
-const LIST_PENDING: &str = select_inbox!(
-    "WHERE processed_at IS NULL AND dead_at IS NULL ORDER BY next_attempt_at, id LIMIT ?"
-);
-/// `InboxFilter::Processed`, newest first. Binds: limit.
-const LIST_PROCESSED: &str =
-    select_inbox!("WHERE processed_at IS NOT NULL ORDER BY processed_at DESC, id DESC LIMIT ?");
-/// `InboxFilter::Dead`, oldest first. Binds: limit.
-const LIST_DEAD: &str = select_inbox!("WHERE dead_at IS NOT NULL ORDER BY dead_at, id LIMIT ?");
-/// `InboxFilter::All`, newest first. Binds: limit.
-const LIST_ALL: &str = select_inbox!("ORDER BY id DESC LIMIT ?");
-
-/// Up to `limit` rows in `filter`'s order ([`InboxAdmin::list`]); a row that cannot
-/// be read back fails the whole list with `SqliteError::Corrupt`, naming its id.
+/// Up to `limit` rows `filter` selects, newest first ([`InboxAdmin::list`]); a row
+/// that cannot be read back fails the whole list with `SqliteError::Corrupt`,
+/// naming its id.
 async fn list(
     store: &SqliteStore,
     filter: InboxFilter,
     limit: u32,
 ) -> Result<Vec<StoredDelivery>, SqliteError> {
-    let sql = match filter {
-        InboxFilter::Pending => LIST_PENDING,
-        InboxFilter::Processed => LIST_PROCESSED,
-        InboxFilter::Dead => LIST_DEAD,
-        InboxFilter::All => LIST_ALL,
-    };
+    let clause = inbox_where(&filter, Cursor::Keep);
+    let sql = format!(
+        "{} {} ORDER BY id DESC LIMIT ?",
+        select_inbox!(""),
+        clause.sql()
+    );
+    let query = clause.query(sql).bind::<BigInt, _>(i64::from(limit));
     let mut conn = store.connection().await?;
-    let rows = diesel::sql_query(sql)
-        .bind::<BigInt, _>(i64::from(limit))
-        .load::<InboxRow>(&mut *conn)
-        .await?;
+    let rows = query.load::<InboxRow>(&mut *conn).await?;
     rows.into_iter().map(InboxRow::into_delivery).collect()
+}
+
+/// How many rows `filter` selects, its cursor ignored ([`InboxAdmin::count`]).
+async fn count(store: &SqliteStore, filter: InboxFilter) -> Result<u64, SqliteError> {
+    let clause = inbox_where(&filter, Cursor::Ignore);
+    let sql = format!("SELECT COUNT(*) AS n FROM hookbox_inbox {}", clause.sql());
+    let mut conn = store.connection().await?;
+    let counted = clause.query(sql).get_result::<Count>(&mut *conn).await?;
+    Ok(u64::try_from(counted.n).unwrap_or(0))
+}
+
+/// The row of a `COUNT(*) AS n`.
+#[derive(diesel::QueryableByName)]
+pub(crate) struct Count {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) n: i64,
 }
 
 /// Makes one dead letter due again with its attempts reset; `last_error` stays, for
@@ -182,20 +187,123 @@ async fn replay(store: &SqliteStore, id: i64) -> Result<bool, SqliteError> {
     Ok(replayed == 1)
 }
 
-/// [`REPLAY`] for every dead letter (`InboxAdmin::replay_matching`). Binds:
-/// next_attempt_at.
-const REPLAY_DEAD: &str = "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
-     next_attempt_at = ?, leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
-
-/// Makes every dead letter due now; returns how many
-/// ([`InboxAdmin::replay_matching`] of a filter that selects them).
-async fn replay_dead(store: &SqliteStore) -> Result<u64, SqliteError> {
+/// Makes every dead letter `filter` selects due now (the database's clock), as
+/// [`REPLAY`] does one; returns how many ([`InboxAdmin::replay_matching`]).
+async fn replay_matching(store: &SqliteStore, filter: InboxFilter) -> Result<u64, SqliteError> {
+    let clause = inbox_where(&filter, Cursor::Ignore);
+    let sql = format!(
+        "UPDATE hookbox_inbox SET attempts = 0, dead_at = NULL, \
+           next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
+           leased_until = NULL, lease_token = NULL \
+         {} AND dead_at IS NOT NULL AND processed_at IS NULL",
+        clause.sql()
+    );
     let mut conn = store.connection().await?;
-    let replayed = diesel::sql_query(REPLAY_DEAD)
-        .bind::<BigInt, _>(now())
-        .execute(&mut *conn)
-        .await?;
+    let replayed = clause.query(sql).execute(&mut *conn).await?;
     Ok(replayed as u64)
+}
+
+/// Deletes every dead letter `filter` selects; returns how many
+/// ([`InboxAdmin::purge_matching`]).
+async fn purge_matching(store: &SqliteStore, filter: InboxFilter) -> Result<u64, SqliteError> {
+    let clause = inbox_where(&filter, Cursor::Ignore);
+    let sql = format!(
+        "DELETE FROM hookbox_inbox {} AND dead_at IS NOT NULL AND processed_at IS NULL",
+        clause.sql()
+    );
+    let mut conn = store.connection().await?;
+    let deleted = clause.query(sql).execute(&mut *conn).await?;
+    Ok(deleted as u64)
+}
+
+/// `InboxAdmin::overview`'s counts per provider.
+const PER_PROVIDER: &str = "SELECT provider, \
+     SUM(processed_at IS NULL AND dead_at IS NULL) AS pending, \
+     SUM(processed_at IS NULL AND dead_at IS NULL AND attempts > 0) AS failed, \
+     SUM(processed_at IS NOT NULL) AS processed, \
+     SUM(dead_at IS NOT NULL) AS dead, \
+     MIN(CASE WHEN processed_at IS NULL AND dead_at IS NULL THEN received_at END) \
+       AS oldest_pending \
+     FROM hookbox_inbox GROUP BY provider ORDER BY provider";
+
+/// `InboxAdmin::overview`'s rows received and processed per minute (unix
+/// microseconds divided into minutes). Binds: since, since.
+const PER_MINUTE: &str = "SELECT minute, SUM(received) AS received, \
+     SUM(processed) AS processed FROM ( \
+       SELECT received_at / 60000000 AS minute, COUNT(*) AS received, 0 AS processed \
+       FROM hookbox_inbox WHERE received_at >= ? GROUP BY 1 \
+       UNION ALL \
+       SELECT processed_at / 60000000, 0, COUNT(*) \
+       FROM hookbox_inbox WHERE processed_at >= ? GROUP BY 1 \
+     ) GROUP BY minute ORDER BY minute";
+
+#[derive(diesel::QueryableByName)]
+struct ProviderRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    provider: String,
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    failed: i64,
+    #[diesel(sql_type = BigInt)]
+    processed: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    oldest_pending: Option<i64>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct MinuteRow {
+    #[diesel(sql_type = BigInt)]
+    minute: i64,
+    #[diesel(sql_type = BigInt)]
+    received: i64,
+    #[diesel(sql_type = BigInt)]
+    processed: i64,
+}
+
+/// The counts per provider and per minute since `since` ([`InboxAdmin::overview`]).
+async fn overview(
+    store: &SqliteStore,
+    since: OffsetDateTime,
+) -> Result<InboxOverview, SqliteError> {
+    let since = minute_of(since);
+    let mut conn = store.connection().await?;
+    let providers = diesel::sql_query(PER_PROVIDER)
+        .load::<ProviderRow>(&mut *conn)
+        .await?;
+    let minutes = diesel::sql_query(PER_MINUTE)
+        .bind::<BigInt, _>(micros(since))
+        .bind::<BigInt, _>(micros(since))
+        .load::<MinuteRow>(&mut *conn)
+        .await?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let seen: Vec<MinuteCounts> = minutes
+        .into_iter()
+        .filter_map(|m| {
+            Some(MinuteCounts {
+                minute: from_micros(m.minute.checked_mul(60_000_000)?)?,
+                received: count(m.received),
+                processed: count(m.processed),
+            })
+        })
+        .collect();
+    let now = OffsetDateTime::now_utc();
+    Ok(InboxOverview {
+        providers: providers
+            .into_iter()
+            .map(|p| ProviderCounts {
+                provider: p.provider,
+                pending: count(p.pending),
+                failed: count(p.failed),
+                processed: count(p.processed),
+                dead: count(p.dead),
+                oldest_pending: p.oldest_pending.and_then(from_micros),
+            })
+            .collect(),
+        minutes: fill_minutes(since, now.max(since), &seen),
+    })
 }
 
 /// `InboxAdmin::stats` in one statement.
@@ -230,12 +338,23 @@ impl InboxAdmin for SqliteStore {
         boxed_any(stats(self))
     }
 
+    fn overview(
+        &self,
+        since: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<InboxOverview, AnyStoreError>> {
+        boxed_any(overview(self, since))
+    }
+
     fn list(
         &self,
         filter: InboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<StoredDelivery>, AnyStoreError>> {
         boxed_any(list(self, filter, limit))
+    }
+
+    fn count(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(count(self, filter))
     }
 
     fn get(&self, id: i64) -> BoxFuture<'_, Result<Option<StoredDelivery>, AnyStoreError>> {
@@ -247,12 +366,11 @@ impl InboxAdmin for SqliteStore {
     }
 
     fn replay_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        match filter {
-            // the filters whose rows include dead letters
-            InboxFilter::Dead | InboxFilter::All => boxed_any(replay_dead(self)),
-            // none of their rows is a dead letter
-            InboxFilter::Pending | InboxFilter::Processed => Box::pin(async { Ok(0) }),
-        }
+        boxed_any(replay_matching(self, filter))
+    }
+
+    fn purge_matching(&self, filter: InboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(purge_matching(self, filter))
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<Purged, AnyStoreError>> {

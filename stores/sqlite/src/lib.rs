@@ -196,6 +196,7 @@ pub mod blocking;
 mod claims;
 mod connect;
 mod error;
+mod filter;
 mod inbox;
 mod options;
 mod outbox;

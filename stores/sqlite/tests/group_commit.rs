@@ -93,7 +93,7 @@ async fn group_commit_queue_is_bounded_and_past_it_callers_get_overloaded() {
     }
     assert_eq!(stored + overloaded, 30);
     assert!(overloaded >= 12, "{overloaded} overloaded");
-    let rows = store.list(InboxFilter::All, 100).await.unwrap();
+    let rows = store.list(InboxFilter::all(), 100).await.unwrap();
     assert_eq!(
         rows.len(),
         stored,
@@ -121,7 +121,13 @@ async fn a_batch_that_cannot_begin_answers_every_caller_with_an_error_and_stores
         assert!(err.is_transient(), "{err}");
     }
     drop(lock);
-    assert!(store.list(InboxFilter::All, 100).await.unwrap().is_empty());
+    assert!(
+        store
+            .list(InboxFilter::all(), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // the senders retry, and the retry is stored
     assert_eq!(
         store.receive(&delivery("evt_b_0", "{}")).await.unwrap(),
@@ -214,7 +220,7 @@ async fn a_commit_that_fails_answers_every_caller_of_its_batch_with_an_error() {
             "{id}: a constraint is not transient: {err}"
         );
     }
-    let rows = store.list(InboxFilter::All, 100).await.unwrap();
+    let rows = store.list(InboxFilter::all(), 100).await.unwrap();
     let mut kept: Vec<&str> = rows.iter().map(|r| r.key.delivery_id()).collect();
     // the two lone writers both retry the lock in short steps: either may win
     kept.sort_unstable();

@@ -454,7 +454,7 @@ async fn a_row_that_keeps_killing_its_worker_is_dead_lettered() {
             dead: true
         }
     );
-    let letter = &store.list(InboxFilter::Dead, 10).await.unwrap()[0];
+    let letter = &store.list(InboxFilter::dead(), 10).await.unwrap()[0];
     assert!(
         letter
             .last_error

@@ -1,6 +1,6 @@
 //! The outbox's operator verbs on PostgreSQL, [`OutboxAdmin`] for [`PgStore`]: one
-//! message by id, the lists by state, a replay of one message or of the dead ones,
-//! the counts, and the purge of sent messages (its deletes in
+//! message by id, the filtered lists and counts, a replay of one message or of the
+//! dead ones a filter selects, the counts per state and per sink, and the purge of sent messages (its deletes in
 //! [`purge`](crate::purge)), with their queries.
 
 use diesel::prelude::*;
@@ -8,11 +8,13 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use hookbox_core::{
     AnyStoreError, BoxFuture, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats,
+    SinkCounts,
 };
 use time::OffsetDateTime;
 
 use super::row::{OutboxRow, row_columns};
 use crate::error::{PgError, boxed_any};
+use crate::filter::{Cursor, bind_outbox, outbox_where};
 use crate::purge::purge_sent;
 use crate::store::PgStore;
 
@@ -33,39 +35,11 @@ const REPLAY: &str = concat!(
     "WHERE message_id = $1 AND (sent_at IS NOT NULL OR dead_at IS NOT NULL)"
 );
 
-/// Replays every dead letter.
-const REPLAY_DEAD: &str = concat!(replayed!(), "WHERE dead_at IS NOT NULL");
-
 /// One message by id (`$1`).
 const ONE: &str = concat!(
     "SELECT ",
     row_columns!(),
     " FROM hookbox_outbox m WHERE m.message_id = $1"
-);
-
-/// The operator's lists, in each filter's order, up to `$1` rows.
-const LIST_PENDING: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.sent_at IS NULL AND m.dead_at IS NULL \
-      ORDER BY m.seq ASC LIMIT $1"
-);
-const LIST_SENT: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.sent_at IS NOT NULL \
-      ORDER BY m.sent_at DESC, m.seq DESC LIMIT $1"
-);
-const LIST_DEAD: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m WHERE m.dead_at IS NOT NULL \
-      ORDER BY m.dead_at ASC, m.seq ASC LIMIT $1"
-);
-const LIST_ALL: &str = concat!(
-    "SELECT ",
-    row_columns!(),
-    " FROM hookbox_outbox m ORDER BY m.seq DESC LIMIT $1"
 );
 
 /// One message by id, `None` when there is none ([`OutboxAdmin::get`]).
@@ -83,28 +57,47 @@ async fn get(store: &PgStore, id: &MessageId) -> Result<Option<OutboxMessage>, P
     row.map(OutboxRow::into_message).transpose()
 }
 
-/// Up to `limit` messages in `filter`'s state and order ([`OutboxAdmin::list`]).
+/// Up to `limit` messages `filter` selects, newest first ([`OutboxAdmin::list`]).
 async fn list(
     store: &PgStore,
     filter: OutboxFilter,
     limit: u32,
 ) -> Result<Vec<OutboxMessage>, PgError> {
-    let sql = match filter {
-        OutboxFilter::Pending => LIST_PENDING,
-        OutboxFilter::Sent => LIST_SENT,
-        OutboxFilter::Dead => LIST_DEAD,
-        OutboxFilter::All => LIST_ALL,
-    };
+    let (conditions, binds) = outbox_where(&filter, Cursor::Keep, 1);
+    let limit_at = binds.len() + 1;
+    let sql = format!(
+        "SELECT {} FROM hookbox_outbox m {conditions} ORDER BY m.seq DESC LIMIT ${limit_at}",
+        row_columns!()
+    );
+    let query =
+        bind_outbox(diesel::sql_query(sql).into_boxed(), binds).bind::<BigInt, _>(i64::from(limit));
     let rows = store
+        .with_connection(async |conn| query.load::<OutboxRow>(conn).await.map_err(PgError::query))
+        .await?;
+    rows.into_iter().map(OutboxRow::into_message).collect()
+}
+
+/// How many messages `filter` selects, its cursor ignored ([`OutboxAdmin::count`]).
+async fn count(store: &PgStore, filter: OutboxFilter) -> Result<u64, PgError> {
+    let (conditions, binds) = outbox_where(&filter, Cursor::Ignore, 1);
+    let sql = format!("SELECT count(*) AS n FROM hookbox_outbox m {conditions}");
+    let query = bind_outbox(diesel::sql_query(sql).into_boxed(), binds);
+    let counted = store
         .with_connection(async |conn| {
-            diesel::sql_query(sql)
-                .bind::<BigInt, _>(i64::from(limit))
-                .load::<OutboxRow>(conn)
+            query
+                .get_result::<CountRow>(conn)
                 .await
                 .map_err(PgError::query)
         })
         .await?;
-    rows.into_iter().map(OutboxRow::into_message).collect()
+    Ok(u64::try_from(counted.n).unwrap_or(0))
+}
+
+/// The row of [`count`]'s query.
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
 }
 
 /// Makes one sent or dead message pending again; `false` when there is no such
@@ -122,18 +115,68 @@ async fn replay(store: &PgStore, id: &MessageId) -> Result<bool, PgError> {
         .await
 }
 
-/// Makes every dead letter pending again; returns how many
-/// ([`OutboxAdmin::replay_matching`] of a filter that selects them).
-async fn replay_dead(store: &PgStore) -> Result<u64, PgError> {
+/// Makes every dead message `filter` selects pending again; returns how many
+/// ([`OutboxAdmin::replay_matching`]).
+async fn replay_matching(store: &PgStore, filter: OutboxFilter) -> Result<u64, PgError> {
+    let (conditions, binds) = outbox_where(&filter, Cursor::Ignore, 1);
+    let sql = format!(
+        "{} FROM (SELECT m.seq FROM hookbox_outbox m {conditions} AND m.dead_at IS NOT NULL) \
+           AS chosen WHERE hookbox_outbox.seq = chosen.seq",
+        replayed!()
+    );
+    let query = bind_outbox(diesel::sql_query(sql).into_boxed(), binds);
     store
         .with_connection(async |conn| {
-            let replayed = diesel::sql_query(REPLAY_DEAD)
-                .execute(conn)
-                .await
-                .map_err(PgError::query)?;
+            let replayed = query.execute(conn).await.map_err(PgError::query)?;
             Ok(replayed as u64)
         })
         .await
+}
+
+/// The counts per sink ([`OutboxAdmin::sinks`]), in one statement.
+async fn sinks(store: &PgStore) -> Result<Vec<SinkCounts>, PgError> {
+    let rows = store
+        .with_connection(async |conn| {
+            diesel::sql_query(
+                "SELECT sink, \
+                   count(*) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) AS pending, \
+                   count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent, \
+                   count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, \
+                   min(staged_at) FILTER (WHERE sent_at IS NULL AND dead_at IS NULL) \
+                     AS oldest_pending \
+                 FROM hookbox_outbox GROUP BY sink ORDER BY sink",
+            )
+            .load::<SinkRow>(conn)
+            .await
+            .map_err(PgError::query)
+        })
+        .await?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(rows
+        .into_iter()
+        .map(|row| SinkCounts {
+            sink: row.sink,
+            pending: count(row.pending),
+            sent: count(row.sent),
+            dead: count(row.dead),
+            oldest_pending: row.oldest_pending,
+        })
+        .collect())
+}
+
+/// The row of [`sinks`]'s query.
+#[derive(QueryableByName)]
+struct SinkRow {
+    #[diesel(sql_type = Text)]
+    sink: String,
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    sent: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    oldest_pending: Option<OffsetDateTime>,
 }
 
 /// The counts of pending, sent and dead messages and the oldest pending one's
@@ -190,12 +233,20 @@ impl OutboxAdmin for PgStore {
         boxed_any(stats(self))
     }
 
+    fn sinks(&self) -> BoxFuture<'_, Result<Vec<SinkCounts>, AnyStoreError>> {
+        boxed_any(sinks(self))
+    }
+
     fn list(
         &self,
         filter: OutboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
         boxed_any(list(self, filter, limit))
+    }
+
+    fn count(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(count(self, filter))
     }
 
     fn get<'a>(
@@ -210,12 +261,7 @@ impl OutboxAdmin for PgStore {
     }
 
     fn replay_matching(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        match filter {
-            // the filters whose messages include dead ones
-            OutboxFilter::Dead | OutboxFilter::All => boxed_any(replay_dead(self)),
-            // none of their messages is dead
-            OutboxFilter::Pending | OutboxFilter::Sent => Box::pin(async { Ok(0) }),
-        }
+        boxed_any(replay_matching(self, filter))
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>> {

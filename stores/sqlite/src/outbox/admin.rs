@@ -1,6 +1,6 @@
 //! The outbox's operator verbs on SQLite, [`OutboxAdmin`] for [`SqliteStore`]: one
-//! message by id, the lists by state, a replay of one message or of the dead ones,
-//! the counts, and the purge of sent messages (its deletes in
+//! message by id, the filtered lists and counts, a replay of one message or of the
+//! dead ones a filter selects, the counts per state and per sink, and the purge of sent messages (its deletes in
 //! [`purge`](crate::purge)). Each runs on a pooled connection in autocommit.
 
 use diesel::OptionalExtension as _;
@@ -9,9 +9,12 @@ use diesel_async::RunQueryDsl as _;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{
     AnyStoreError, BoxFuture, MessageId, OutboxAdmin, OutboxFilter, OutboxMessage, OutboxStats,
+    SinkCounts,
 };
 
 use crate::error::{SqliteError, boxed_any};
+use crate::filter::{Cursor, outbox_where};
+use crate::inbox::Count;
 use crate::purge::purge_sent;
 use crate::rows::{OutboxRow, from_micros, select_outbox};
 use crate::store::SqliteStore;
@@ -43,23 +46,7 @@ async fn get(store: &SqliteStore, id: &MessageId) -> Result<Option<OutboxMessage
     row.map(OutboxRow::into_message).transpose()
 }
 
-/// `OutboxAdmin::list` with `OutboxFilter::Pending`, in staging order (through
-/// the due index, for the reason
-/// [`OUTBOX_DUE`](super::blocking_lease::OUTBOX_DUE) gives). Binds: limit.
-const OUTBOX_LIST_PENDING: &str = select_outbox!(
-    "INDEXED BY hookbox_outbox_due WHERE sent_at IS NULL AND dead_at IS NULL \
-     ORDER BY seq LIMIT ?"
-);
-/// `OutboxFilter::Sent`, the most recent first. Binds: limit.
-const OUTBOX_LIST_SENT: &str =
-    select_outbox!("WHERE sent_at IS NOT NULL ORDER BY sent_at DESC, seq DESC LIMIT ?");
-/// `OutboxFilter::Dead`, the oldest first. Binds: limit.
-const OUTBOX_LIST_DEAD: &str =
-    select_outbox!("WHERE dead_at IS NOT NULL ORDER BY dead_at, seq LIMIT ?");
-/// `OutboxFilter::All`, the newest first. Binds: limit.
-const OUTBOX_LIST_ALL: &str = select_outbox!("ORDER BY seq DESC LIMIT ?");
-
-/// Up to `limit` messages in `filter`'s state and order ([`OutboxAdmin::list`]); a
+/// Up to `limit` messages `filter` selects, newest first ([`OutboxAdmin::list`]); a
 /// row that cannot be read back fails the whole list with
 /// `SqliteError::OutboxCorrupt`, naming its seq.
 async fn list(
@@ -67,18 +54,25 @@ async fn list(
     filter: OutboxFilter,
     limit: u32,
 ) -> Result<Vec<OutboxMessage>, SqliteError> {
-    let sql = match filter {
-        OutboxFilter::Pending => OUTBOX_LIST_PENDING,
-        OutboxFilter::Sent => OUTBOX_LIST_SENT,
-        OutboxFilter::Dead => OUTBOX_LIST_DEAD,
-        OutboxFilter::All => OUTBOX_LIST_ALL,
-    };
+    let clause = outbox_where(&filter, Cursor::Keep);
+    let sql = format!(
+        "{} {} ORDER BY seq DESC LIMIT ?",
+        select_outbox!(""),
+        clause.sql()
+    );
+    let query = clause.query(sql).bind::<BigInt, _>(i64::from(limit));
     let mut conn = store.connection().await?;
-    let rows = diesel::sql_query(sql)
-        .bind::<BigInt, _>(i64::from(limit))
-        .load::<OutboxRow>(&mut *conn)
-        .await?;
+    let rows = query.load::<OutboxRow>(&mut *conn).await?;
     rows.into_iter().map(OutboxRow::into_message).collect()
+}
+
+/// How many messages `filter` selects, its cursor ignored ([`OutboxAdmin::count`]).
+async fn count(store: &SqliteStore, filter: OutboxFilter) -> Result<u64, SqliteError> {
+    let clause = outbox_where(&filter, Cursor::Ignore);
+    let sql = format!("SELECT COUNT(*) AS n FROM hookbox_outbox {}", clause.sql());
+    let mut conn = store.connection().await?;
+    let counted = clause.query(sql).get_result::<Count>(&mut *conn).await?;
+    Ok(u64::try_from(counted.n).unwrap_or(0))
 }
 
 /// Makes one sent or dead message due now (the database's clock) with its attempts
@@ -100,20 +94,61 @@ async fn replay(store: &SqliteStore, id: &MessageId) -> Result<bool, SqliteError
     Ok(replayed == 1)
 }
 
-/// [`OUTBOX_REPLAY`] for every dead letter (`OutboxAdmin::replay_matching`).
-const OUTBOX_REPLAY_DEAD: &str = "UPDATE hookbox_outbox \
-     SET dead_at = NULL, attempts = 0, \
-     next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
-     leased_until = NULL, lease_token = NULL WHERE dead_at IS NOT NULL";
-
-/// Makes every dead message pending again; returns how many
-/// ([`OutboxAdmin::replay_matching`] of a filter that selects them).
-async fn replay_dead(store: &SqliteStore) -> Result<u64, SqliteError> {
+/// Makes every dead message `filter` selects pending again, as [`OUTBOX_REPLAY`]
+/// does one; returns how many ([`OutboxAdmin::replay_matching`]).
+async fn replay_matching(store: &SqliteStore, filter: OutboxFilter) -> Result<u64, SqliteError> {
+    let clause = outbox_where(&filter, Cursor::Ignore);
+    let sql = format!(
+        "UPDATE hookbox_outbox SET dead_at = NULL, attempts = 0, \
+           next_attempt_at = CAST(unixepoch('subsec') * 1000000 AS INTEGER), \
+           leased_until = NULL, lease_token = NULL {} AND dead_at IS NOT NULL",
+        clause.sql()
+    );
     let mut conn = store.connection().await?;
-    let replayed = diesel::sql_query(OUTBOX_REPLAY_DEAD)
-        .execute(&mut *conn)
-        .await?;
+    let replayed = clause.query(sql).execute(&mut *conn).await?;
     Ok(replayed as u64)
+}
+
+/// `OutboxAdmin::sinks` in one statement.
+const PER_SINK: &str = "SELECT sink, \
+     SUM(sent_at IS NULL AND dead_at IS NULL) AS pending, \
+     SUM(sent_at IS NOT NULL) AS sent, \
+     SUM(dead_at IS NOT NULL) AS dead, \
+     MIN(CASE WHEN sent_at IS NULL AND dead_at IS NULL THEN staged_at END) AS oldest_pending \
+     FROM hookbox_outbox GROUP BY sink ORDER BY sink";
+
+/// The row of [`PER_SINK`].
+#[derive(diesel::QueryableByName)]
+struct SinkRow {
+    #[diesel(sql_type = Text)]
+    sink: String,
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    sent: i64,
+    #[diesel(sql_type = BigInt)]
+    dead: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    oldest_pending: Option<i64>,
+}
+
+/// The counts per sink ([`OutboxAdmin::sinks`]).
+async fn sinks(store: &SqliteStore) -> Result<Vec<SinkCounts>, SqliteError> {
+    let mut conn = store.connection().await?;
+    let rows = diesel::sql_query(PER_SINK)
+        .load::<SinkRow>(&mut *conn)
+        .await?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(rows
+        .into_iter()
+        .map(|row| SinkCounts {
+            sink: row.sink,
+            pending: count(row.pending),
+            sent: count(row.sent),
+            dead: count(row.dead),
+            oldest_pending: row.oldest_pending.and_then(from_micros),
+        })
+        .collect())
 }
 
 /// `OutboxAdmin::stats` in one statement.
@@ -152,12 +187,20 @@ impl OutboxAdmin for SqliteStore {
         boxed_any(stats(self))
     }
 
+    fn sinks(&self) -> BoxFuture<'_, Result<Vec<SinkCounts>, AnyStoreError>> {
+        boxed_any(sinks(self))
+    }
+
     fn list(
         &self,
         filter: OutboxFilter,
         limit: u32,
     ) -> BoxFuture<'_, Result<Vec<OutboxMessage>, AnyStoreError>> {
         boxed_any(list(self, filter, limit))
+    }
+
+    fn count(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
+        boxed_any(count(self, filter))
     }
 
     fn get<'a>(
@@ -172,12 +215,7 @@ impl OutboxAdmin for SqliteStore {
     }
 
     fn replay_matching(&self, filter: OutboxFilter) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
-        match filter {
-            // the filters whose messages include dead ones
-            OutboxFilter::Dead | OutboxFilter::All => boxed_any(replay_dead(self)),
-            // none of their messages is dead
-            OutboxFilter::Pending | OutboxFilter::Sent => Box::pin(async { Ok(0) }),
-        }
+        boxed_any(replay_matching(self, filter))
     }
 
     fn purge(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<u64, AnyStoreError>> {
