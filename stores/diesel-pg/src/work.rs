@@ -1,10 +1,16 @@
 //! The inbox's worker on PostgreSQL, the batched path behind
 //! [`Inbox::work_batch`](hookbox_core::Inbox::work_batch): `FOR UPDATE SKIP LOCKED`,
-//! a batch per transaction, each handler in a savepoint, and the failures recorded.
+//! a batch per transaction, handlers without savepoints while they all succeed,
+//! each in a savepoint once one fails, and the failures recorded.
 //!
 //! A batch locks up to N due rows with `FOR UPDATE SKIP LOCKED` (other workers skip
-//! them, so batches run side by side), runs each handler inside its own savepoint,
-//! records each failure, marks the processed rows in one statement and commits once.
+//! them, so batches run side by side), runs the handlers one after another, marks
+//! the processed rows in one statement and commits once. No savepoint is opened on
+//! that path: a savepoint costs the server a subtransaction per row (and more than
+//! 64 in one transaction slow every other session's visibility checks). When a
+//! handler fails, the whole transaction rolls back (nothing of it committed) and the
+//! batch runs again with each handler inside its own savepoint, which records each
+//! failure and keeps the neighbours' work.
 //! A row runs in a batch on its first attempt only: a retry (a row whose handler
 //! failed, panicked or timed out before) runs alone, so a poison row costs its
 //! neighbours at most one redo.
@@ -33,6 +39,9 @@ use crate::watch::{forget_failed_statement, statement_failed};
 /// How a batch's transaction ended without committing.
 enum BatchTxError {
     Db(diesel::result::Error),
+    /// A row failed in a batch run without savepoints: everything is rolled back
+    /// and the batch runs again, each row in a savepoint.
+    Redo,
     /// A handler panicked or outran its timeout.
     Abandoned {
         row: Box<StoredDelivery>,
@@ -82,7 +91,12 @@ impl PgStore {
         let retry = self.inner.options.retry();
         let mut conn = self.connection().await?;
         let batch = conn
-            .run(async |conn| Self::run_batch(conn, handler, limits, &retry).await)
+            .run(
+                async |conn| match Self::run_without_savepoints(conn, handler, limits).await? {
+                    Some(batch) => Ok(batch),
+                    None => Self::run_batch(conn, handler, limits, &retry).await,
+                },
+            )
             .await?;
         match batch {
             Batch::Committed(outcomes) => Ok(outcomes),
@@ -96,6 +110,74 @@ impl PgStore {
         }
     }
 
+    /// The batch transaction without savepoints, the common case: every handler
+    /// succeeds, and a row costs only its handler's statements. At the first row
+    /// that fails (or a statement its handler swallowed) the whole transaction rolls
+    /// back and `None` asks for the batch with savepoints, which records that row's
+    /// failure and keeps its neighbours' work: nothing of this run committed, so the
+    /// rows that ran before it run again there, once. A batch of retries (rows that
+    /// failed before) goes straight to the savepoint path.
+    async fn run_without_savepoints(
+        conn: &mut AsyncPgConnection,
+        handler: &ErasedHandler<'_, AsyncPgConnection>,
+        limits: BatchLimits,
+    ) -> Result<Option<Batch>, PgError> {
+        let batch = conn
+            .transaction(async |conn| -> Result<Vec<RowOutcome>, BatchTxError> {
+                let rows = lease_due(conn, limits).await?;
+                // a retry runs alone, in a savepoint; retries behind fresh rows wait
+                // for a batch of their own (as in the savepoint path)
+                if <[InboxRow]>::first(&rows).is_some_and(|row| row.attempts > 0) {
+                    return Err(BatchTxError::Redo);
+                }
+                let rows: Vec<InboxRow> =
+                    rows.into_iter().filter(|row| row.attempts == 0).collect();
+                let started = Instant::now();
+                let mut outcomes = Vec::with_capacity(rows.len());
+                let mut processed = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if !outcomes.is_empty() && started.elapsed() >= limits.budget() {
+                        break;
+                    }
+                    let id = row.id;
+                    let Ok(stored) = row.into_delivery() else {
+                        return Err(BatchTxError::Redo);
+                    };
+                    let delivery = stored.delivery();
+                    match run_guarded(handler, conn, &delivery, limits.timeout()).await {
+                        GuardedRun::Succeeded if !statement_failed(conn) => {
+                            processed.push(id);
+                            outcomes.push(RowOutcome::processed(&stored));
+                        }
+                        GuardedRun::Abandoned(reason) => {
+                            return Err(BatchTxError::Abandoned {
+                                row: Box::new(stored),
+                                reason,
+                            });
+                        }
+                        _ => return Err(BatchTxError::Redo),
+                    }
+                }
+                if !processed.is_empty() {
+                    conn.batch_execute(&mark_processed(&processed)).await?;
+                }
+                Ok(outcomes)
+            })
+            .await;
+        match batch {
+            Ok(outcomes) => Ok(Some(Batch::Committed(outcomes))),
+            Err(BatchTxError::Redo) => {
+                // the failed statement, if any, went with the rollback
+                forget_failed_statement(conn);
+                Ok(None)
+            }
+            Err(BatchTxError::Abandoned { row, reason }) => {
+                Ok(Some(Batch::Abandoned { row, reason }))
+            }
+            Err(BatchTxError::Db(err)) => Err(PgError::query(err)),
+        }
+    }
+
     /// The batch transaction (see the module docs).
     async fn run_batch(
         conn: &mut AsyncPgConnection,
@@ -105,19 +187,7 @@ impl PgStore {
     ) -> Result<Batch, PgError> {
         let batch = conn
             .transaction(async |conn| -> Result<Vec<RowOutcome>, BatchTxError> {
-                // rows locked by other workers are skipped, not waited for; a worker
-                // that dies mid-transaction releases its rows with its connection
-                let rows = inbox::table
-                    .filter(inbox::processed_at.is_null())
-                    .filter(inbox::dead_at.is_null())
-                    .filter(inbox::next_attempt_at.le(diesel::dsl::now))
-                    .order((inbox::next_attempt_at.asc(), inbox::id.asc()))
-                    .limit(i64::from(limits.rows()))
-                    .for_update()
-                    .skip_locked()
-                    .select(InboxRow::as_select())
-                    .load(conn)
-                    .await?;
+                let rows = lease_due(conn, limits).await?;
                 // a retry runs alone: what failed or panicked before costs no
                 // neighbour anything more (the others are unlocked at commit)
                 let rows: Vec<InboxRow> =
@@ -189,14 +259,8 @@ impl PgStore {
                 // round trip (ids are integers: nothing to escape)
                 let mut end = String::from(RELEASE_ROW);
                 if !processed.is_empty() {
-                    end.push_str("; UPDATE hookbox_inbox SET processed_at = now() WHERE id IN (");
-                    for (i, id) in processed.iter().enumerate() {
-                        if i > 0 {
-                            end.push_str(", ");
-                        }
-                        end.push_str(&id.to_string());
-                    }
-                    end.push(')');
+                    end.push_str("; ");
+                    end.push_str(&mark_processed(&processed));
                 }
                 conn.batch_execute(&end).await?;
                 Ok(outcomes)
@@ -206,6 +270,7 @@ impl PgStore {
             Ok(outcomes) => Ok(Batch::Committed(outcomes)),
             Err(BatchTxError::Abandoned { row, reason }) => Ok(Batch::Abandoned { row, reason }),
             Err(BatchTxError::Db(err)) => Err(PgError::query(err)),
+            Err(BatchTxError::Redo) => unreachable!("only a batch without savepoints is redone"),
         }
     }
 
@@ -262,6 +327,39 @@ impl PgStore {
             RowFailure::new(attempts, retry, error, next),
         ))
     }
+}
+
+/// Locks up to `limits.rows()` due rows, the next due first. Rows locked by other
+/// workers are skipped, not waited for; a worker that dies mid-transaction releases
+/// its rows with its connection.
+async fn lease_due(
+    conn: &mut AsyncPgConnection,
+    limits: BatchLimits,
+) -> Result<Vec<InboxRow>, diesel::result::Error> {
+    inbox::table
+        .filter(inbox::processed_at.is_null())
+        .filter(inbox::dead_at.is_null())
+        .filter(inbox::next_attempt_at.le(diesel::dsl::now))
+        .order((inbox::next_attempt_at.asc(), inbox::id.asc()))
+        .limit(i64::from(limits.rows()))
+        .for_update()
+        .skip_locked()
+        .select(InboxRow::as_select())
+        .load(conn)
+        .await
+}
+
+/// The statement marking `ids` processed (integers: nothing to escape).
+fn mark_processed(ids: &[i64]) -> String {
+    let mut sql = String::from("UPDATE hookbox_inbox SET processed_at = now() WHERE id IN (");
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&id.to_string());
+    }
+    sql.push(')');
+    sql
 }
 
 /// The savepoint each row's handler runs in. Named, and managed here rather than by
