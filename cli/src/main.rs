@@ -10,7 +10,8 @@
 //! replays it with real concurrent workers and SIGKILLed worker processes.
 //!
 //! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL);
-//! `hookbox outbox` its outbox.
+//! `hookbox outbox` its outbox. `hookbox console` serves the operator console over
+//! a store in a browser.
 //!
 //! `hookbox new` writes a receiver project of your own from the example for a
 //! provider, with its tests, ready for `cargo build && cargo test`.
@@ -23,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod console;
 mod demo;
 mod inbox;
 mod new;
@@ -74,6 +76,10 @@ enum Command {
     /// Inspect and operate a store's outbox (stats, list, show, dead, replay, purge) and
     /// run its relay.
     Outbox(outbox::OutboxArgs),
+    /// Serve the operator console (overview, deliveries, replay) over a store in a
+    /// browser; tokens from HOOKBOX_CONSOLE_TOKEN and HOOKBOX_CONSOLE_ADMIN_TOKEN.
+    #[command(after_help = console::AFTER_HELP)]
+    Console(console::ConsoleArgs),
     /// Write a standalone receiver project from the example for a provider: its
     /// main.rs, tests, sample events, README and a Cargo.toml of its own.
     #[command(after_help = new::AFTER_HELP)]
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
         Command::Send(args) => send::run(args),
         Command::Inbox(args) => inbox::run(args),
         Command::Outbox(args) => outbox::run(args),
+        Command::Console(args) => console::run(args),
         Command::Sim(args) => sim::run(args),
         Command::SimWorker(args) => sim::run_worker(args),
         Command::Demo(args) => demo::run(args),

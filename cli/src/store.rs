@@ -3,10 +3,12 @@
 //!
 //! [`Location::parse`] is the one place that tells the two apart; [`open_admin`]
 //! opens the operator's view of either's inbox as a `Box<dyn InboxAdmin>`,
-//! [`open_outbox_admin`] of its outbox as a `Box<dyn OutboxAdmin>`.
+//! [`open_outbox_admin`] of its outbox as a `Box<dyn OutboxAdmin>`, and
+//! [`open_console_store`] both as one `Box<dyn ConsoleStore>`.
 
 use std::path::{Path, PathBuf};
 
+use hookbox_console::ConsoleStore;
 use hookbox_core::{InboxAdmin, OutboxAdmin, RetentionPolicy};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore};
 use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore};
@@ -107,6 +109,26 @@ pub async fn open_outbox_admin(
         schema,
         retention,
         |pg| Box::new(pg) as Box<dyn OutboxAdmin>,
+        |sqlite| Box::new(sqlite),
+    )
+    .await
+}
+
+/// Opens both operator views of the store `store` names as one value, for
+/// `hookbox console`, as [`open_admin`] opens the inbox's.
+///
+/// # Errors
+/// As [`open_admin`].
+pub async fn open_console_store(
+    store: &str,
+    schema: Option<&str>,
+    retention: RetentionPolicy,
+) -> Result<Box<dyn ConsoleStore>, OpenError> {
+    open(
+        store,
+        schema,
+        retention,
+        |pg| Box::new(pg) as Box<dyn ConsoleStore>,
         |sqlite| Box::new(sqlite),
     )
     .await

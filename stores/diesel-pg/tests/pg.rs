@@ -171,8 +171,8 @@ async fn migrate_is_idempotent_on_a_current_thread_runtime() {
     let store = PgStore::connect(&url, PgOptions::new().with_schema(&schema.name))
         .await
         .unwrap();
-    // the schema, the columns added since, the outbox
-    assert_eq!(store.migrate().await.unwrap(), 3);
+    // the schema, the columns added since, the outbox, the console's index
+    assert_eq!(store.migrate().await.unwrap(), 4);
     assert_eq!(store.migrate().await.unwrap(), 0);
     assert_eq!(
         common::count(&store, "SELECT count(*) AS n FROM hookbox_inbox").await,

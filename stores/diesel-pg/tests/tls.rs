@@ -374,7 +374,7 @@ async fn tls_verify_full_with_the_right_ca_migrates_and_claims() {
     // the store's own setup runs on TLS connections as on plain ones
     assert_eq!(setting(&store, "lock_timeout").await, "1500ms");
     assert_eq!(setting(&store, "lc_messages").await, "C");
-    assert_eq!(store.migrate().await.unwrap(), 3);
+    assert_eq!(store.migrate().await.unwrap(), 4);
     let key = DedupeKey::new("tls", "standard", "evt_tls");
     let first = store
         .process_once(&key, async |_conn| Ok(()))

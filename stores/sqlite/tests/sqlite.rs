@@ -66,8 +66,9 @@ async fn migrate_is_idempotent_and_memory_databases_are_refused() {
     let store = SqliteStore::open(dir.db(), SqliteOptions::default())
         .await
         .unwrap();
-    // the schema, the inbox's correlation id and signed time, the outbox
-    assert_eq!(store.migrate().await.unwrap(), 3);
+    // the schema, the inbox's correlation id and signed time, the outbox, the
+    // console's index
+    assert_eq!(store.migrate().await.unwrap(), 4);
     assert_eq!(store.migrate().await.unwrap(), 0);
 
     let memory = SqliteStore::open(":memory:", SqliteOptions::default()).await;
@@ -128,8 +129,8 @@ async fn rows_from_before_the_second_migration_read_back_without_the_new_facts()
         .unwrap();
     assert_eq!(
         store.migrate().await.unwrap(),
-        2,
-        "only the two that came after it"
+        3,
+        "only the three that came after it"
     );
     let row = store.get(1).await.unwrap().unwrap();
     assert_eq!(row.key.delivery_id(), "evt_old");
@@ -229,7 +230,7 @@ async fn concurrent_first_migrations_apply_the_schema_once() {
     }
     applied.sort();
     // one process applies every migration in its one transaction; the rest find none
-    assert_eq!(applied, [0, 0, 0, 3]);
+    assert_eq!(applied, [0, 0, 0, 4]);
 }
 
 /// A future dropped mid-transaction must not leave SQLite's write lock held by a

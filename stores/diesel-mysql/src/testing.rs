@@ -1,0 +1,39 @@
+//! Test support for crates that test against a real MySQL or MariaDB: the one rule
+//! for finding the server, shared by every test suite of the workspace.
+//!
+//! Enabled by the `testing` feature; meant for dev-dependencies only.
+#![allow(clippy::print_stdout)] // a skipped test says so on the test's output
+
+use diesel_async::{AsyncConnection as _, AsyncMysqlConnection};
+
+/// The variable tests read the server's URL from
+/// (`mysql://root@127.0.0.1:3306/test`).
+pub const URL_VAR: &str = "HOOKBOX_MYSQL_URL";
+
+/// Returns the server's URL from [`URL_VAR`], or `None` when the test must skip: the
+/// variable is unset or empty, or the server does not accept a connection. With
+/// `HOOKBOX_REQUIRE_SERVICES=1` (as CI sets it) both panic instead, so a missing
+/// server fails the run rather than passing it by skipping.
+///
+/// # Panics
+/// Under `HOOKBOX_REQUIRE_SERVICES=1`, when there is no reachable server.
+pub async fn mysql_url() -> Option<String> {
+    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
+    let Some(url) = std::env::var(URL_VAR).ok().filter(|url| !url.is_empty()) else {
+        assert!(
+            !required,
+            "{URL_VAR} not set and HOOKBOX_REQUIRE_SERVICES=1"
+        );
+        println!("skipped: {URL_VAR} not set");
+        return None;
+    };
+    if let Err(err) = AsyncMysqlConnection::establish(&url).await {
+        assert!(
+            !required,
+            "{URL_VAR} unreachable and HOOKBOX_REQUIRE_SERVICES=1: {err}"
+        );
+        println!("skipped: {URL_VAR} unreachable: {err}");
+        return None;
+    }
+    Some(url)
+}

@@ -1,0 +1,1 @@
+DROP INDEX hookbox_inbox_dead_by_provider;
