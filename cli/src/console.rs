@@ -34,7 +34,8 @@ Example:
 /// Arguments of `hookbox console`.
 #[derive(Debug, Args)]
 pub(crate) struct ConsoleArgs {
-    /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
+    /// The store: a SQLite file path (or `sqlite://path`), a `postgres://` URL or a
+    /// `mysql://` URL.
     #[arg(long, env = "HOOKBOX_STORE")]
     store: String,
     /// The Postgres schema the store's tables live in (default: the search path).

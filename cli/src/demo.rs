@@ -148,6 +148,13 @@ impl Target {
         };
         let path = match Location::parse(store) {
             Location::Postgres(url) => return Ok(Self::Postgres(url.to_string())),
+            Location::Mysql(_) => {
+                return Err(UsageError(
+                    "--store: the demo runs on SQLite or Postgres; MySQL is served by \
+                     `hookbox inbox`, `outbox`, `console` and `hookbox-diesel-mysql`"
+                        .to_string(),
+                ));
+            }
             Location::Sqlite(path) => path.to_path_buf(),
         };
         if path.exists() {

@@ -21,7 +21,8 @@ use crate::admin::{self, Limit, Table, Verb, counts, unix, with_bytes_and_header
 /// Arguments of `hookbox inbox`.
 #[derive(Debug, Args)]
 pub(crate) struct InboxArgs {
-    /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
+    /// The store: a SQLite file path (or `sqlite://path`), a `postgres://` URL or a
+    /// `mysql://` URL.
     // global: accepted before or after the subcommand (`inbox stats --store …`); clap
     // refuses a global argument that is required, so the derive's check for the
     // missing value names it instead

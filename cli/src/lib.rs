@@ -3,7 +3,7 @@
 //!
 //! [`store::open_admin`] and [`store::open_outbox_admin`] open any store's operator
 //! views ([`InboxAdmin`], [`OutboxAdmin`]: the same verbs on both) from one
-//! `--store` value, a SQLite file path or a `postgres://` URL, so a tool needs no enum
+//! `--store` value, a SQLite file path, a `postgres://` or a `mysql://` URL, so a tool needs no enum
 //! over backends.
 //!
 //! [`InboxAdmin`]: hookbox_core::InboxAdmin

@@ -24,7 +24,8 @@ use crate::admin::{self, Limit, Table, Verb, counts, unix, with_bytes_and_header
 /// Arguments of `hookbox outbox`.
 #[derive(Debug, Args)]
 pub(crate) struct OutboxArgs {
-    /// The store: a SQLite file path (or `sqlite://path`) or a `postgres://` URL.
+    /// The store: a SQLite file path (or `sqlite://path`), a `postgres://` URL or a
+    /// `mysql://` URL.
     #[arg(long, env = "HOOKBOX_STORE", global = true)]
     store: Option<String>,
     /// The Postgres schema the store's tables live in (default: the search path).
@@ -126,7 +127,7 @@ impl From<Status> for OutboxFilter {
 pub(crate) fn run(args: &OutboxArgs) -> Result<ExitCode, UsageError> {
     let Some(store) = args.store.as_deref() else {
         return Err(UsageError(
-            "the store is missing: give --store <path or postgres:// URL> or set HOOKBOX_STORE"
+            "the store is missing: give --store <path, postgres:// or mysql:// URL> or set HOOKBOX_STORE"
                 .into(),
         ));
     };

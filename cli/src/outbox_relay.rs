@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use hookbox_cli::store::Location;
 use hookbox_core::{OutboxAdmin, OutboxFilter, OutboxStore, RetryPolicy, error_chain};
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_outbox::{RelayPolicy, Sinks, connect_sink, run_relay, sink_kind};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -136,6 +137,13 @@ async fn relay(
                 options = options.with_schema(schema);
             }
             let store = PgStore::connect(url, options)
+                .await
+                .map_err(|err| error_chain(&err))?;
+            relay_from(&store, &sinks, named, policy, args.until_empty).await
+        }
+        Location::Mysql(url) => {
+            let options = MysqlOptions::new().with_max_connections(4);
+            let store = MysqlStore::connect(url, options)
                 .await
                 .map_err(|err| error_chain(&err))?;
             relay_from(&store, &sinks, named, policy, args.until_empty).await

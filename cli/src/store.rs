@@ -1,7 +1,7 @@
-//! Opening a store from one `--store` value: a SQLite file path (or `sqlite://path`)
-//! or a `postgres://` URL.
+//! Opening a store from one `--store` value: a SQLite file path (or `sqlite://path`),
+//! a `postgres://` URL or a `mysql://` URL (MySQL or MariaDB).
 //!
-//! [`Location::parse`] is the one place that tells the two apart; [`open_admin`]
+//! [`Location::parse`] is the one place that tells them apart; [`open_admin`]
 //! opens the operator's view of either's inbox as a `Box<dyn InboxAdmin>`,
 //! [`open_outbox_admin`] of its outbox as a `Box<dyn OutboxAdmin>`, and
 //! [`open_console_store`] both as one `Box<dyn ConsoleStore>`.
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use hookbox_console::ConsoleStore;
 use hookbox_core::{InboxAdmin, OutboxAdmin, RetentionPolicy};
+use hookbox_diesel_mysql::{MysqlError, MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore};
 use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore};
 
@@ -18,13 +19,16 @@ use hookbox_sqlite::{SqliteError, SqliteOptions, SqliteStore};
 pub enum Location<'a> {
     /// A `postgres://` or `postgresql://` URL.
     Postgres(&'a str),
+    /// A `mysql://` or `mariadb://` URL.
+    Mysql(&'a str),
     /// A SQLite file path, without the `sqlite://` prefix it may have been given with.
     Sqlite(&'a Path),
 }
 
 impl<'a> Location<'a> {
     /// Reads a `--store` value: a `postgres://` or `postgresql://` URL is Postgres,
-    /// anything else a SQLite file path (a leading `sqlite://` is dropped).
+    /// a `mysql://` or `mariadb://` URL MySQL, anything else a SQLite file path (a
+    /// leading `sqlite://` is dropped).
     ///
     /// # Examples
     /// ```
@@ -35,12 +39,18 @@ impl<'a> Location<'a> {
     ///     Location::parse("postgres://postgres@127.0.0.1/test"),
     ///     Location::Postgres("postgres://postgres@127.0.0.1/test")
     /// );
+    /// assert_eq!(
+    ///     Location::parse("mysql://root@127.0.0.1:3306/test"),
+    ///     Location::Mysql("mysql://root@127.0.0.1:3306/test")
+    /// );
     /// assert_eq!(Location::parse("sqlite://hookbox.db"), Location::Sqlite(Path::new("hookbox.db")));
     /// assert_eq!(Location::parse("hookbox.db"), Location::Sqlite(Path::new("hookbox.db")));
     /// ```
     pub fn parse(store: &'a str) -> Self {
         if store.starts_with("postgres://") || store.starts_with("postgresql://") {
             Self::Postgres(store)
+        } else if store.starts_with("mysql://") || store.starts_with("mariadb://") {
+            Self::Mysql(store)
         } else {
             Self::Sqlite(Path::new(store.strip_prefix("sqlite://").unwrap_or(store)))
         }
@@ -65,6 +75,9 @@ pub enum OpenError {
     /// The Postgres store failed to connect.
     #[error(transparent)]
     Postgres(#[from] PgError),
+    /// The MySQL store failed to connect.
+    #[error(transparent)]
+    Mysql(#[from] MysqlError),
 }
 
 /// Opens the operator's view of the inbox of the store `store` names (see
@@ -89,6 +102,7 @@ pub async fn open_admin(
         schema,
         retention,
         |pg| Box::new(pg) as Box<dyn InboxAdmin>,
+        |mysql| Box::new(mysql),
         |sqlite| Box::new(sqlite),
     )
     .await
@@ -109,6 +123,7 @@ pub async fn open_outbox_admin(
         schema,
         retention,
         |pg| Box::new(pg) as Box<dyn OutboxAdmin>,
+        |mysql| Box::new(mysql),
         |sqlite| Box::new(sqlite),
     )
     .await
@@ -129,17 +144,19 @@ pub async fn open_console_store(
         schema,
         retention,
         |pg| Box::new(pg) as Box<dyn ConsoleStore>,
+        |mysql| Box::new(mysql),
         |sqlite| Box::new(sqlite),
     )
     .await
 }
 
-/// Opens either store and hands it to the matching conversion.
+/// Opens the store `store` names and hands it to the matching conversion.
 async fn open<T>(
     store: &str,
     schema: Option<&str>,
     retention: RetentionPolicy,
     postgres: impl FnOnce(PgStore) -> T,
+    mysql: impl FnOnce(MysqlStore) -> T,
     sqlite: impl FnOnce(SqliteStore) -> T,
 ) -> Result<T, OpenError> {
     match Location::parse(store) {
@@ -151,6 +168,13 @@ async fn open<T>(
                 options = options.with_schema(schema);
             }
             Ok(postgres(PgStore::connect(url, options).await?))
+        }
+        // MySQL has no schemas apart from databases: the URL's database is the one
+        Location::Mysql(url) => {
+            let options = MysqlOptions::new()
+                .with_max_connections(2)
+                .with_retention(retention);
+            Ok(mysql(MysqlStore::connect(url, options).await?))
         }
         Location::Sqlite(path) => {
             if !path.exists() {

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use hookbox_core::testing::delivery;
 use hookbox_core::{Delivery, HandlerError, Inbox, RetryPolicy, Worked};
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
 };
@@ -218,6 +219,46 @@ async fn it_serves_a_postgres_store() {
         .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .await
         .unwrap();
+    if let Err(err) = outcome {
+        std::panic::resume_unwind(err.into_panic());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn it_serves_a_mysql_store() {
+    let Some(url) = hookbox_diesel_mysql::testing::mysql_url().await else {
+        return;
+    };
+    // a database of its own: MySQL's schemas are databases, named in the URL
+    let database = format!("hb_cli_console_{:016x}", fastrand::u64(..));
+    let server = MysqlStore::connect(&url, MysqlOptions::new())
+        .await
+        .unwrap();
+    let run = |sql: String| {
+        let server = &server;
+        async move {
+            let mut conn = server.connection().await.unwrap();
+            conn.batch_execute(&sql).await.unwrap();
+        }
+    };
+    run(format!("CREATE DATABASE {database}")).await;
+    let (base, _) = url
+        .split_once('?')
+        .map_or((url.as_str(), ""), |(b, q)| (b, q));
+    let (server_url, _) = base.rsplit_once('/').unwrap();
+    let store_url = format!("{server_url}/{database}");
+    let store = MysqlStore::connect(&store_url, MysqlOptions::new().with_retry(one_try()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    populate(&store).await;
+    drop(store);
+    let outcome = tokio::spawn({
+        let store_url = store_url.clone();
+        async move { serves(&["--store", &store_url]).await }
+    })
+    .await;
+    run(format!("DROP DATABASE {database}")).await;
     if let Err(err) = outcome {
         std::panic::resume_unwind(err.into_panic());
     }
