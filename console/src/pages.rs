@@ -496,7 +496,9 @@ pub(crate) async fn deliveries_lookup(State(app): State<App>, req: Request) -> R
     // try every split, each an exact match on provider and delivery id
     for at in 1..segments.len() - 1 {
         let scope = segments[..at].join("/");
+        // the whole key: one row, through the unique key
         let filter = InboxFilter::all()
+            .with_source(scope.clone())
             .with_provider(segments[at])
             .with_delivery_id(segments[at + 1..].join("/"));
         let rows = match InboxAdmin::list(app.store(), filter, 20).await {

@@ -124,7 +124,7 @@ impl InboxQuery {
             received_before: parse_time(&self.until).map_err(|e| format!("until: {e}"))?,
             delivery_id: some(&self.delivery_id),
             body_contains: some(&self.body),
-            before_id: None,
+            ..InboxFilter::default()
         })
     }
 

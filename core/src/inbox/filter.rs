@@ -61,6 +61,10 @@ impl DeliveryState {
 pub struct InboxFilter {
     /// The rows in this state (see [`DeliveryState`]); `None` for every state.
     pub state: Option<DeliveryState>,
+    /// The rows of this scope: the dedupe key's source, or `source/tenant`
+    /// ([`DedupeKey::scope`](crate::DedupeKey::scope)). With the provider and the
+    /// delivery id it names one row, read through the unique key.
+    pub source: Option<String>,
     /// The rows of this provider (its name, as `Provider::NAME`).
     pub provider: Option<String>,
     /// The rows of this event type, exactly.
@@ -113,6 +117,22 @@ impl InboxFilter {
     /// Dead letters.
     pub fn dead() -> Self {
         Self::in_state(DeliveryState::Dead)
+    }
+
+    /// Keeps the rows of the scope `source` (a source, or `source/tenant`) only.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// Keeps the rows of `key` only: its scope, provider and delivery id (at most
+    /// one row, read through the unique key).
+    #[must_use]
+    pub fn with_key(self, key: &crate::DedupeKey) -> Self {
+        self.with_source(key.scope())
+            .with_provider(key.provider())
+            .with_delivery_id(key.delivery_id())
     }
 
     /// Keeps the rows of `provider` only.

@@ -100,6 +100,16 @@ pub async fn check_admin_filters_select_and_page_rows<H: Harness>() {
         ids(&h, InboxFilter::all().with_delivery_id("b"), 10).await,
         ["b"]
     );
+    let key = DedupeKey::new("conformance", "stripe", "c");
+    assert_eq!(ids(&h, InboxFilter::all().with_key(&key), 10).await, ["c"]);
+    let elsewhere = DedupeKey::new("elsewhere", "stripe", "c");
+    assert!(
+        ids(&h, InboxFilter::all().with_key(&elsewhere), 10)
+            .await
+            .is_empty()
+    );
+    let scope = InboxFilter::all().with_source("conformance");
+    assert_eq!(ids(&h, scope, 10).await.len(), 5);
     assert!(
         ids(&h, InboxFilter::all().with_delivery_id("B"), 10)
             .await

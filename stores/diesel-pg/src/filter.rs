@@ -79,6 +79,9 @@ fn plain_inbox_condition(filter: &InboxFilter, cursor: Cursor) -> InboxCondition
         Some(DeliveryState::Processed) => Box::new(inbox::processed_at.is_not_null()),
         Some(DeliveryState::Dead) => Box::new(inbox::dead_at.is_not_null()),
     };
+    if let Some(source) = &filter.source {
+        condition = Box::new(condition.and(inbox::source.eq(source.clone())));
+    }
     if let Some(provider) = &filter.provider {
         condition = Box::new(condition.and(inbox::provider.eq(provider.clone())));
     }

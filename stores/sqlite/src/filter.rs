@@ -100,6 +100,9 @@ fn plain_inbox_where(filter: &InboxFilter, cursor: Cursor) -> Where {
         Some(DeliveryState::Processed) => clause.push("processed_at IS NOT NULL"),
         Some(DeliveryState::Dead) => clause.push("dead_at IS NOT NULL"),
     }
+    if let Some(source) = &filter.source {
+        clause.push_bound("source = ?", Bind::Text(source.clone()));
+    }
     if let Some(provider) = &filter.provider {
         clause.push_bound("provider = ?", Bind::Text(provider.clone()));
     }
