@@ -4,8 +4,9 @@
 # sample files, and a Cargo.toml that stands alone (every `workspace = true` resolved
 # from the root Cargo.toml, our crates as `path = "/abs/path"` dependencies, the
 # dev-dependencies kept, no workspace lints, a `[workspace]` table of its own). Each
-# copy is built, its tests included, with its default features and with
-# `--features postgres`.
+# copy is built, its tests included, with its default features, with
+# `--features postgres` and with `--features mysql` (a MySQL build leaves out the
+# tests that need a database sandbox: only the binary and its unit tests are built).
 #
 # It fails when a copy or its tests do not build, depends (directly, through a
 # dev-dependency, or through our other crates) on a crate of ours that says
@@ -171,6 +172,37 @@ sys.exit(1 if new else 0)
 PY
 }
 
+# removes what cargo built for the copy $1 (its binary and test executables, a few
+# hundred MB per build), from the JSON messages in $2: the next run's copy has another
+# path, so another package id, and never reuses them; the dependencies stay
+remove_artifacts() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, sys
+copy, messages = sys.argv[1], sys.argv[2]
+paths = set()
+for line in open(messages, encoding="utf-8"):
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    if message.get("reason") == "compiler-artifact" and copy + "#" in message.get("package_id", ""):
+        paths.update(message.get("filenames") or [])
+        if message.get("executable"):
+            paths.add(message["executable"])
+for path in paths:
+    if not os.path.exists(path):
+        continue
+    # a binary is uplifted out of deps/ as a hard link: remove both names
+    deps = os.path.join(os.path.dirname(path), "deps")
+    if os.path.isdir(deps):
+        inode = os.stat(path).st_ino
+        for entry in os.scandir(deps):
+            if entry.is_file(follow_symlinks=False) and entry.inode() == inode:
+                os.remove(entry.path)
+    os.remove(path)
+PY
+}
+
 failed=0
 summary=()
 for dir in examples/*/; do
@@ -190,7 +222,7 @@ for dir in examples/*/; do
     summary+=("$name: refused (see above)")
     continue
   fi
-  for features in "" "postgres"; do
+  for features in "" "postgres" "mysql"; do
     label="${features:-default features}"
     # --offline, not --locked: cargo prunes the workspace's lock to the packages this
     # one crate uses, which --locked refuses; the versions stay the locked ones, and
@@ -199,12 +231,14 @@ for dir in examples/*/; do
     args=(test --no-run --manifest-path "$copy/Cargo.toml" --offline)
     [[ -n "$features" ]] && args+=(--features "$features")
     start=$SECONDS
-    if cargo "${args[@]}"; then
+    # diagnostics still rendered on stderr; the JSON on stdout says what was built
+    if cargo "${args[@]}" --message-format=json-render-diagnostics >"$copy/artifacts.json"; then
       summary+=("$name ($label): built in $((SECONDS - start)) s")
     else
       failed=1
       summary+=("$name ($label): FAILED after $((SECONDS - start)) s")
     fi
+    remove_artifacts "$copy" "$copy/artifacts.json"
   done
   if ! same_versions "$copy"; then
     failed=1

@@ -14,6 +14,8 @@ pub(super) enum StoreKind {
     Sqlite,
     /// PostgreSQL (`HOOKBOX_STORE` is a `postgres://` URL).
     Postgres,
+    /// MySQL or MariaDB (`HOOKBOX_STORE` is a `mysql://` URL).
+    Mysql,
 }
 
 impl StoreKind {
@@ -21,6 +23,7 @@ impl StoreKind {
         match self {
             Self::Sqlite => "sqlite",
             Self::Postgres => "postgres",
+            Self::Mysql => "mysql",
         }
     }
 }

@@ -53,7 +53,7 @@ pub(crate) struct NewArgs {
     #[arg(long, value_enum)]
     provider: ProviderName,
     /// The store the project builds with by default (its `default` feature); the
-    /// other stays available as a feature.
+    /// others stay available as features.
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
     /// Build the Redis front cache in by default (its `redis` feature, which

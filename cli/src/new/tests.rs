@@ -128,6 +128,51 @@ fn the_manifest_has_explicit_versions_and_the_chosen_source() {
 }
 
 #[test]
+fn a_mysql_project_builds_with_mysql_by_default_in_every_example() {
+    assert_eq!(StoreKind::from_str("mysql", false), Ok(StoreKind::Mysql));
+    let mysql = Build {
+        store: StoreKind::Mysql,
+        cache: Some(CacheKind::Redis),
+        outbox: Vec::new(),
+    };
+    let checkout = Source::Path(PathBuf::from("/src/hookbox"));
+    for example in EXAMPLES {
+        let (_, text) = example.files.iter().find(|(p, _)| *p == MANIFEST).unwrap();
+        let written = manifest(text, "my-hooks", &mysql, &checkout).unwrap();
+        let parsed: Table = written.parse().unwrap();
+        let features = &parsed["features"];
+        let default = features["default"].as_array().unwrap();
+        assert_eq!(
+            default[..2],
+            [Value::from("mysql"), Value::from("redis")],
+            "{written}"
+        );
+        // the other stores stay features of their own
+        assert_eq!(
+            features["mysql"],
+            Value::from(vec!["dep:hookbox-diesel-mysql"]),
+            "{written}"
+        );
+        for other in ["sqlite", "postgres"] {
+            assert!(features.get(other).is_some(), "{other}: {written}");
+        }
+        let dependency = &parsed["dependencies"]["hookbox-diesel-mysql"];
+        assert_eq!(dependency["optional"], Value::from(true), "{written}");
+        assert_eq!(
+            dependency["path"],
+            Value::from("/src/hookbox/stores/diesel-mysql"),
+            "{written}"
+        );
+    }
+    let files = project(&EXAMPLES[2], "my-hooks", &mysql, &Source::Registry).unwrap();
+    let (_, readme) = files.iter().find(|(p, _)| p == "README.md").unwrap();
+    assert!(
+        readme.contains("--store mysql --cache redis` from hookbox's"),
+        "{readme}"
+    );
+}
+
+#[test]
 fn the_readme_runs_in_the_new_directory() {
     let github = &EXAMPLES[2];
     let sqlite = Build {

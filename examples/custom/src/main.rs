@@ -15,7 +15,8 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+//! URL; in a `--features mysql` build, the MySQL URL), `HOOKBOX_REDIS_URL` (optional:
+//! answer duplicates from Redis first).
 #![allow(clippy::print_stdout)] // the "listening on" line is how users and tests find the port
 
 use std::time::Duration;
@@ -49,14 +50,6 @@ fn razorpay() -> Result<Scheme, SchemeError> {
         .retention(Retention::from_days(15))
         .build()
 }
-
-// One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as numbered parameters. No UNIQUE key on purpose: the inbox alone keeps
-// each event to one ledger line.
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
-    (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
-const RECORD: &str =
-    "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
 
 /// The Redis front cache, when `HOOKBOX_REDIS_URL` is set: duplicates answered from
 /// Redis; every decision is still the database's (feature `redis`, on by default).
@@ -94,20 +87,38 @@ mod cache {
     }
 }
 
+// one backend per build: the store modules below are alternatives
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+compile_error!(
+    "choose one store: build with `--features postgres` or `--features mysql`, not both"
+);
+
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "hookbox-custom.db";
 
+    /// The handler's SQL for SQLite (it reads `$1`, `$2` as numbered parameters).
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
+    }
+
     /// Opens the SQLite file and applies hookbox's migrations.
     pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+        let servers = ["postgres://", "postgresql://", "mysql://"];
+        if servers.iter().any(|scheme| path.starts_with(scheme)) {
+            let hint = "this build stores in SQLite: build with `--features postgres` to use \
+                        a postgres:// URL in HOOKBOX_STORE, or `--features mysql` for a \
+                        mysql:// URL";
             return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
@@ -117,17 +128,55 @@ mod store {
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+    /// The handler's SQL for PostgreSQL.
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
+    }
+
     /// Connects to Postgres and applies hookbox's migrations.
     pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(feature = "mysql")]
+mod store {
+    pub(crate) use hookbox_diesel_mysql::{Conn, MysqlStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+
+    /// The handler's SQL for MySQL and MariaDB: `?` placeholders, and an upsert is
+    /// `ON DUPLICATE KEY UPDATE` with `VALUES()` (MariaDB has no row alias).
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES (?, ?, ?)";
+    }
+
+    /// Connects to MySQL or MariaDB and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_mysql::MysqlOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
     }
@@ -146,7 +195,7 @@ async fn record_event(conn: &mut Conn, delivery: &Delivery) -> Result<(), Handle
     // the event type, as verification read it from the scheme's source (`event`)
     let event_type = delivery.event_type().unwrap_or("unknown");
     tracing::info!(event_type, "recording event");
-    diesel::sql_query(RECORD)
+    diesel::sql_query(store::sql::RECORD)
         .bind::<Text, _>(delivery.delivery_id())
         .bind::<Text, _>(event_type)
         .bind::<BigInt, _>(OffsetDateTime::now_utc().unix_timestamp())
@@ -174,7 +223,7 @@ async fn main() -> Result<(), Error> {
     };
 
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
-    diesel::sql_query(CREATE)
+    diesel::sql_query(store::sql::CREATE)
         .execute(&mut *store.connection().await?)
         .await?;
     let stop = shutdown_signal()?;

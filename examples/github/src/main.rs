@@ -14,9 +14,9 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first),
-//! `METRICS_PORT` (optional: serve Prometheus metrics on `/metrics` at that port; 0
-//! picks one and prints it).
+//! URL; in a `--features mysql` build, the MySQL URL), `HOOKBOX_REDIS_URL` (optional:
+//! answer duplicates from Redis first), `METRICS_PORT` (optional: serve Prometheus
+//! metrics on `/metrics` at that port; 0 picks one and prints it).
 //!
 //! `GET /livez` and `GET /readyz` (503 while the store is unreachable) sit beside the
 //! webhook route for a load balancer.
@@ -36,14 +36,6 @@ use tokio::sync::watch;
 const DEMO_SECRET: &str = "hookbox-github-demo-secret";
 const USAGE: &str = "usage: example-github [serve [--no-worker | --inline] | worker]";
 
-// One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as numbered parameters.
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
-    (repo TEXT PRIMARY KEY, pushes BIGINT NOT NULL, commits BIGINT NOT NULL)";
-const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES ($1, 1, $2) \
-    ON CONFLICT (repo) DO UPDATE SET pushes = pushes.pushes + 1, \
-    commits = pushes.commits + excluded.commits";
-
 /// Anything that stops the process, with its message.
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -60,7 +52,7 @@ async fn count_push(conn: &mut Conn, delivery: &Delivery) -> Result<(), HandlerE
             .ok_or("no repository.full_name")?;
         let commits = i64::try_from(push["commits"].as_array().map_or(0, Vec::len))?;
         tracing::info!(repo, commits, "counting push");
-        diesel::sql_query(COUNT)
+        diesel::sql_query(store::sql::COUNT)
             .bind::<Text, _>(repo)
             .bind::<BigInt, _>(commits)
             .execute(conn)
@@ -96,12 +88,12 @@ async fn main() -> Result<(), Error> {
         eprintln!(
             "example-github: HOOKBOX_STORE is required with `serve --no-worker` and `worker`: \
              set it to the store both processes share (the SQLite file, or the postgres:// \
-             URL in a `--features postgres` build)"
+             or mysql:// URL of a `--features postgres` or `--features mysql` build)"
         );
         std::process::exit(1);
     }
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
-    diesel::sql_query(CREATE)
+    diesel::sql_query(store::sql::CREATE)
         .execute(&mut *store.connection().await?)
         .await?;
     let stop = shutdown_signal()?;
@@ -197,20 +189,38 @@ mod cache {
     }
 }
 
+// one backend per build: the store modules below are alternatives
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+compile_error!(
+    "choose one store: build with `--features postgres` or `--features mysql`, not both"
+);
+
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "hookbox-github.db";
 
+    /// The handler's SQL for SQLite (it reads `$1`, `$2` as numbered parameters).
+    pub(crate) mod sql {
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
+            (repo TEXT PRIMARY KEY, pushes BIGINT NOT NULL, commits BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES ($1, 1, $2) \
+            ON CONFLICT (repo) DO UPDATE SET pushes = pushes.pushes + 1, \
+            commits = pushes.commits + excluded.commits";
+    }
+
     /// Opens the SQLite file and applies hookbox's migrations.
     pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+        let servers = ["postgres://", "postgresql://", "mysql://"];
+        if servers.iter().any(|scheme| path.starts_with(scheme)) {
+            let hint = "this build stores in SQLite: build with `--features postgres` to use \
+                        a postgres:// URL in HOOKBOX_STORE, or `--features mysql` for a \
+                        mysql:// URL";
             return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
@@ -220,17 +230,55 @@ mod store {
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+    /// The handler's SQL for PostgreSQL.
+    pub(crate) mod sql {
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
+            (repo TEXT PRIMARY KEY, pushes BIGINT NOT NULL, commits BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES ($1, 1, $2) \
+            ON CONFLICT (repo) DO UPDATE SET pushes = pushes.pushes + 1, \
+            commits = pushes.commits + excluded.commits";
+    }
+
     /// Connects to Postgres and applies hookbox's migrations.
     pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(feature = "mysql")]
+mod store {
+    pub(crate) use hookbox_diesel_mysql::{Conn, MysqlStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+
+    /// The handler's SQL for MySQL and MariaDB: `?` placeholders, and an upsert is
+    /// `ON DUPLICATE KEY UPDATE` with `VALUES()` (MariaDB has no row alias).
+    pub(crate) mod sql {
+        // VARBINARY: names compare byte for byte, as on the other databases
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS pushes \
+            (repo VARBINARY(255) PRIMARY KEY, pushes BIGINT NOT NULL, commits BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO pushes (repo, pushes, commits) VALUES (?, 1, ?) \
+            ON DUPLICATE KEY UPDATE pushes = pushes + 1, commits = commits + VALUES(commits)";
+    }
+
+    /// Connects to MySQL or MariaDB and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_mysql::MysqlOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
     }

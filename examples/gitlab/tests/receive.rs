@@ -3,6 +3,9 @@
 //! new `X-Gitlab-Webhook-UUID`, the same event id) is stored once and written to the
 //! ledger once; a wrong secret token is refused; with `GITLAB_SIGNING_TOKEN`, a request
 //! with the right secret token but no signature is refused.
+// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
+// MySQL database: a `--features mysql` build leaves these tests out
+#![cfg(not(feature = "mysql"))]
 
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{SignedHeaders, Signer};

@@ -17,9 +17,10 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first), `NATS_URL`
-//! and `ORDERS_SUBJECT` (`shop.orders`), or `AMQP_URL` and `ORDERS_QUEUE`
-//! (`shop-orders`), `RELAY_LEASE_SECS` (60), `RELAY_CONCURRENCY` (64).
+//! URL; in a `--features mysql` build, the MySQL URL), `HOOKBOX_REDIS_URL` (optional:
+//! answer duplicates from Redis first), `NATS_URL` and `ORDERS_SUBJECT`
+//! (`shop.orders`), or `AMQP_URL` and `ORDERS_QUEUE` (`shop-orders`),
+//! `RELAY_LEASE_SECS` (60), `RELAY_CONCURRENCY` (64).
 #![allow(clippy::print_stdout)] // the first stdout line is how users and tests find the port
 
 use std::time::Duration;
@@ -44,20 +45,6 @@ const USAGE: &str = "usage: example-shopify [serve [--no-worker] | worker [--no-
 /// The outbox sink order events are staged for.
 const ORDERS: &str = "orders";
 
-// One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as numbered parameters.
-const CREATE_COUNTS: &str = "CREATE TABLE IF NOT EXISTS shop_orders \
-    (shop TEXT PRIMARY KEY, orders BIGINT NOT NULL)";
-const COUNT: &str = "INSERT INTO shop_orders (shop, orders) VALUES ($1, 1) \
-    ON CONFLICT (shop) DO UPDATE SET orders = shop_orders.orders + 1";
-// what the latest `orders/updated` said; only the version guard decides "latest"
-const CREATE_ORDERS: &str = "CREATE TABLE IF NOT EXISTS orders (shop TEXT NOT NULL, \
-    order_id BIGINT NOT NULL, total_price TEXT NOT NULL, updated_at TEXT NOT NULL, \
-    PRIMARY KEY (shop, order_id))";
-const UPDATE: &str = "INSERT INTO orders (shop, order_id, total_price, updated_at) \
-    VALUES ($1, $2, $3, $4) ON CONFLICT (shop, order_id) DO UPDATE \
-    SET total_price = excluded.total_price, updated_at = excluded.updated_at";
-
 /// Applies one delivery on the inbox row's connection, so its writes commit with the
 /// row's `processed_at` or not at all: an `orders/create` counts under its shop; an
 /// `orders/updated` replaces the stored order only when its `updated_at` is newer
@@ -75,7 +62,7 @@ async fn apply(store: &Store, conn: &mut Conn, delivery: &Delivery) -> Result<()
         let order_id = order["id"].as_i64().ok_or("no order id")?;
         if topic == Some("orders/create") {
             tracing::info!(shop, order_id, "recording order");
-            diesel::sql_query(COUNT)
+            diesel::sql_query(store::sql::COUNT)
                 .bind::<Text, _>(shop)
                 .execute(&mut *conn)
                 .await?;
@@ -88,7 +75,7 @@ async fn apply(store: &Store, conn: &mut Conn, delivery: &Delivery) -> Result<()
                 TimestampAdvance::Applied => {
                     let total = order["total_price"].as_str().ok_or("no total_price")?;
                     tracing::info!(object, updated_at, "updating order");
-                    diesel::sql_query(UPDATE)
+                    diesel::sql_query(store::sql::UPDATE)
                         .bind::<Text, _>(shop)
                         .bind::<BigInt, _>(order_id)
                         .bind::<Text, _>(total)
@@ -193,7 +180,7 @@ async fn main() -> Result<(), Error> {
 
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
     let mut conn = store.connection().await?;
-    for create in [CREATE_COUNTS, CREATE_ORDERS] {
+    for create in [store::sql::CREATE_COUNTS, store::sql::CREATE_ORDERS] {
         diesel::sql_query(create).execute(&mut *conn).await?;
     }
     drop(conn);
@@ -354,20 +341,44 @@ mod cache {
     }
 }
 
+// one backend per build: the store modules below are alternatives
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+compile_error!(
+    "choose one store: build with `--features postgres` or `--features mysql`, not both"
+);
+
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "hookbox-shopify.db";
 
+    /// The handler's SQL for SQLite (it reads `$1`, `$2` as numbered parameters).
+    pub(crate) mod sql {
+        pub(crate) const CREATE_COUNTS: &str = "CREATE TABLE IF NOT EXISTS shop_orders \
+            (shop TEXT PRIMARY KEY, orders BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO shop_orders (shop, orders) VALUES ($1, 1) \
+            ON CONFLICT (shop) DO UPDATE SET orders = shop_orders.orders + 1";
+        // what the latest `orders/updated` said; only the version guard decides "latest"
+        pub(crate) const CREATE_ORDERS: &str = "CREATE TABLE IF NOT EXISTS orders (shop TEXT NOT NULL, \
+            order_id BIGINT NOT NULL, total_price TEXT NOT NULL, updated_at TEXT NOT NULL, \
+            PRIMARY KEY (shop, order_id))";
+        pub(crate) const UPDATE: &str = "INSERT INTO orders (shop, order_id, total_price, updated_at) \
+            VALUES ($1, $2, $3, $4) ON CONFLICT (shop, order_id) DO UPDATE \
+            SET total_price = excluded.total_price, updated_at = excluded.updated_at";
+    }
+
     /// Opens the SQLite file and applies hookbox's migrations.
     pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+        let servers = ["postgres://", "postgresql://", "mysql://"];
+        if servers.iter().any(|scheme| path.starts_with(scheme)) {
+            let hint = "this build stores in SQLite: build with `--features postgres` to use \
+                        a postgres:// URL in HOOKBOX_STORE, or `--features mysql` for a \
+                        mysql:// URL";
             return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
@@ -377,17 +388,68 @@ mod store {
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+    /// The handler's SQL for PostgreSQL.
+    pub(crate) mod sql {
+        pub(crate) const CREATE_COUNTS: &str = "CREATE TABLE IF NOT EXISTS shop_orders \
+            (shop TEXT PRIMARY KEY, orders BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO shop_orders (shop, orders) VALUES ($1, 1) \
+            ON CONFLICT (shop) DO UPDATE SET orders = shop_orders.orders + 1";
+        // what the latest `orders/updated` said; only the version guard decides "latest"
+        pub(crate) const CREATE_ORDERS: &str = "CREATE TABLE IF NOT EXISTS orders (shop TEXT NOT NULL, \
+            order_id BIGINT NOT NULL, total_price TEXT NOT NULL, updated_at TEXT NOT NULL, \
+            PRIMARY KEY (shop, order_id))";
+        pub(crate) const UPDATE: &str = "INSERT INTO orders (shop, order_id, total_price, updated_at) \
+            VALUES ($1, $2, $3, $4) ON CONFLICT (shop, order_id) DO UPDATE \
+            SET total_price = excluded.total_price, updated_at = excluded.updated_at";
+    }
+
     /// Connects to Postgres and applies hookbox's migrations.
     pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(feature = "mysql")]
+mod store {
+    pub(crate) use hookbox_diesel_mysql::{Conn, MysqlStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+
+    /// The handler's SQL for MySQL and MariaDB: `?` placeholders, and an upsert is
+    /// `ON DUPLICATE KEY UPDATE` with `VALUES()` (MariaDB has no row alias).
+    pub(crate) mod sql {
+        // VARBINARY: shops compare byte for byte, as on the other databases
+        pub(crate) const CREATE_COUNTS: &str = "CREATE TABLE IF NOT EXISTS shop_orders \
+            (shop VARBINARY(255) PRIMARY KEY, orders BIGINT NOT NULL)";
+        pub(crate) const COUNT: &str = "INSERT INTO shop_orders (shop, orders) VALUES (?, 1) \
+            ON DUPLICATE KEY UPDATE orders = orders + 1";
+        // what the latest `orders/updated` said; only the version guard decides "latest"
+        pub(crate) const CREATE_ORDERS: &str = "CREATE TABLE IF NOT EXISTS orders \
+            (shop VARBINARY(255) NOT NULL, order_id BIGINT NOT NULL, total_price TEXT NOT NULL, \
+            updated_at TEXT NOT NULL, PRIMARY KEY (shop, order_id))";
+        pub(crate) const UPDATE: &str = "INSERT INTO orders (shop, order_id, total_price, updated_at) \
+            VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
+            total_price = VALUES(total_price), updated_at = VALUES(updated_at)";
+    }
+
+    /// Connects to MySQL or MariaDB and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_mysql::MysqlOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
     }

@@ -13,7 +13,8 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first).
+//! URL; in a `--features mysql` build, the MySQL URL), `HOOKBOX_REDIS_URL` (optional:
+//! answer duplicates from Redis first).
 #![allow(clippy::print_stdout)] // the "listening on" and "worker started" lines are how users and tests know it is up
 
 use std::time::Duration;
@@ -31,14 +32,6 @@ use tokio::sync::watch;
 const DEMO_SECRET: &str = "whsec_aG9va2JveC1zdGFuZGFyZC1kZW1vLXNlY3JldCEh";
 const USAGE: &str = "usage: example-standard [serve [--no-worker] | worker]";
 
-// One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as numbered parameters. No UNIQUE key on purpose: the inbox alone keeps
-// each event to one ledger line.
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
-    (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
-const RECORD: &str =
-    "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
-
 /// Anything that stops the process, with its message.
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -50,7 +43,7 @@ async fn record_event(conn: &mut Conn, delivery: &Delivery) -> Result<(), Handle
     let event: serde_json::Value = delivery.parse()?;
     let event_type = event["type"].as_str().ok_or("no type")?;
     tracing::info!(event_type, "recording event");
-    diesel::sql_query(RECORD)
+    diesel::sql_query(store::sql::RECORD)
         .bind::<Text, _>(delivery.delivery_id())
         .bind::<Text, _>(event_type)
         .bind::<BigInt, _>(OffsetDateTime::now_utc().unix_timestamp())
@@ -84,12 +77,12 @@ async fn main() -> Result<(), Error> {
         eprintln!(
             "example-standard: HOOKBOX_STORE is required with `serve --no-worker` and `worker`: \
              set it to the store both processes share (the SQLite file, or the postgres:// \
-             URL in a `--features postgres` build)"
+             or mysql:// URL of a `--features postgres` or `--features mysql` build)"
         );
         std::process::exit(1);
     }
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
-    diesel::sql_query(CREATE)
+    diesel::sql_query(store::sql::CREATE)
         .execute(&mut *store.connection().await?)
         .await?;
     let stop = shutdown_signal()?;
@@ -174,20 +167,38 @@ mod cache {
     }
 }
 
+// one backend per build: the store modules below are alternatives
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+compile_error!(
+    "choose one store: build with `--features postgres` or `--features mysql`, not both"
+);
+
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "hookbox-standard.db";
 
+    /// The handler's SQL for SQLite (it reads `$1`, `$2` as numbered parameters).
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
+    }
+
     /// Opens the SQLite file and applies hookbox's migrations.
     pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+        let servers = ["postgres://", "postgresql://", "mysql://"];
+        if servers.iter().any(|scheme| path.starts_with(scheme)) {
+            let hint = "this build stores in SQLite: build with `--features postgres` to use \
+                        a postgres:// URL in HOOKBOX_STORE, or `--features mysql` for a \
+                        mysql:// URL";
             return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
@@ -197,17 +208,55 @@ mod store {
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+    /// The handler's SQL for PostgreSQL.
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES ($1, $2, $3)";
+    }
+
     /// Connects to Postgres and applies hookbox's migrations.
     pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(feature = "mysql")]
+mod store {
+    pub(crate) use hookbox_diesel_mysql::{Conn, MysqlStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+
+    /// The handler's SQL for MySQL and MariaDB: `?` placeholders, and an upsert is
+    /// `ON DUPLICATE KEY UPDATE` with `VALUES()` (MariaDB has no row alias).
+    pub(crate) mod sql {
+        // each event to one ledger line.
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS event_ledger \
+            (delivery_id TEXT NOT NULL, event_type TEXT NOT NULL, applied_at BIGINT NOT NULL)";
+        pub(crate) const RECORD: &str =
+            "INSERT INTO event_ledger (delivery_id, event_type, applied_at) VALUES (?, ?, ?)";
+    }
+
+    /// Connects to MySQL or MariaDB and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_mysql::MysqlOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
     }

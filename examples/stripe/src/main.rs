@@ -14,11 +14,11 @@
 //!
 //! Configuration: `PORT` (3000), `WEBHOOK_SECRET` (the demo secret below),
 //! `HOOKBOX_STORE` (the SQLite file; in a `--features postgres` build, the Postgres
-//! URL), `HOOKBOX_REDIS_URL` (optional: answer duplicates from Redis first),
-//! `RECEIPT_SINK_URL` (where the relay sends receipts: an `http(s)://` URL, or `log`;
-//! a process that relays refuses to start without it, and the default mode then runs
-//! no relay and leaves receipts pending), `RELAY_LEASE_SECS` (60), `RELAY_CONCURRENCY`
-//! (64).
+//! URL; in a `--features mysql` build, the MySQL URL), `HOOKBOX_REDIS_URL` (optional:
+//! answer duplicates from Redis first), `RECEIPT_SINK_URL` (where the relay sends
+//! receipts: an `http(s)://` URL, or `log`; a process that relays refuses to start
+//! without it, and the default mode then runs no relay and leaves receipts pending),
+//! `RELAY_LEASE_SECS` (60), `RELAY_CONCURRENCY` (64).
 #![allow(clippy::print_stdout)] // the first stdout line is how users and tests find the port
 
 use std::time::Duration;
@@ -35,13 +35,6 @@ use tokio::sync::watch;
 /// The demo signing secret; set `WEBHOOK_SECRET` to your endpoint's `whsec_…`.
 const DEMO_SECRET: &str = "whsec_hookbox_stripe_demo";
 const USAGE: &str = "usage: example-stripe [serve [--no-worker] | worker [--no-relay] | relay]";
-
-// One SQL text for both backends: `$1`, `$2` are PostgreSQL's placeholders, and SQLite
-// reads them as numbered parameters.
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS balances \
-    (account TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
-const CREDIT: &str = "INSERT INTO balances (account, balance) VALUES ($1, $2) \
-    ON CONFLICT (account) DO UPDATE SET balance = balances.balance + excluded.balance";
 
 /// The outbox sink receipts are staged for (`RECEIPT_SINK_URL` says where it sends).
 const RECEIPTS: &str = "receipts";
@@ -65,7 +58,7 @@ async fn credit(
             .ok_or("no data.object.customer")?;
         let amount = intent["amount"].as_i64().ok_or("no data.object.amount")?;
         tracing::info!(account, amount, "crediting");
-        diesel::sql_query(CREDIT)
+        diesel::sql_query(store::sql::CREDIT)
             .bind::<Text, _>(account)
             .bind::<BigInt, _>(amount)
             .execute(conn)
@@ -172,7 +165,7 @@ async fn main() -> Result<(), Error> {
     };
 
     let store = store::open(&env_or("HOOKBOX_STORE", store::DEFAULT)).await?;
-    diesel::sql_query(CREATE)
+    diesel::sql_query(store::sql::CREATE)
         .execute(&mut *store.connection().await?)
         .await?;
     let stop = shutdown_signal()?;
@@ -324,20 +317,37 @@ mod cache {
     }
 }
 
+// one backend per build: the store modules below are alternatives
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+compile_error!(
+    "choose one store: build with `--features postgres` or `--features mysql`, not both"
+);
+
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(not(feature = "postgres"))]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_sqlite::{Conn, SqliteStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "hookbox-stripe.db";
 
+    /// The handler's SQL for SQLite (it reads `$1`, `$2` as numbered parameters).
+    pub(crate) mod sql {
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS balances \
+            (account TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
+        pub(crate) const CREDIT: &str = "INSERT INTO balances (account, balance) VALUES ($1, $2) \
+            ON CONFLICT (account) DO UPDATE SET balance = balances.balance + excluded.balance";
+    }
+
     /// Opens the SQLite file and applies hookbox's migrations.
     pub(crate) async fn open(path: &str) -> Result<Store, super::Error> {
-        if path.starts_with("postgres://") || path.starts_with("postgresql://") {
-            let hint = "this build stores in SQLite: \
-                        build with `--features postgres` to use a Postgres URL in HOOKBOX_STORE";
+        let servers = ["postgres://", "postgresql://", "mysql://"];
+        if servers.iter().any(|scheme| path.starts_with(scheme)) {
+            let hint = "this build stores in SQLite: build with `--features postgres` to use \
+                        a postgres:// URL in HOOKBOX_STORE, or `--features mysql` for a \
+                        mysql:// URL";
             return Err(hint.into());
         }
         let store = Store::open(path, hookbox_sqlite::SqliteOptions::default()).await?;
@@ -347,17 +357,54 @@ mod store {
 }
 
 /// The store, chosen at compile time: SQLite by default, Postgres with
-/// `--features postgres`. Only this module names the backend.
-#[cfg(feature = "postgres")]
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
 mod store {
     pub(crate) use hookbox_diesel_pg::{Conn, PgStore as Store, diesel, diesel_async};
 
     /// The database when `HOOKBOX_STORE` is unset.
     pub(crate) const DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+    /// The handler's SQL for PostgreSQL.
+    pub(crate) mod sql {
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS balances \
+            (account TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
+        pub(crate) const CREDIT: &str = "INSERT INTO balances (account, balance) VALUES ($1, $2) \
+            ON CONFLICT (account) DO UPDATE SET balance = balances.balance + excluded.balance";
+    }
+
     /// Connects to Postgres and applies hookbox's migrations.
     pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
         let store = Store::connect(url, hookbox_diesel_pg::PgOptions::new()).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The store, chosen at compile time: SQLite by default, Postgres with
+/// `--features postgres`, MySQL or MariaDB with `--features mysql`. Only this module
+/// names the backend; its `sql` holds the handler's SQL in that database's dialect.
+#[cfg(feature = "mysql")]
+mod store {
+    pub(crate) use hookbox_diesel_mysql::{Conn, MysqlStore as Store, diesel, diesel_async};
+
+    /// The database when `HOOKBOX_STORE` is unset.
+    pub(crate) const DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+
+    /// The handler's SQL for MySQL and MariaDB: `?` placeholders, and an upsert is
+    /// `ON DUPLICATE KEY UPDATE` with `VALUES()` (MariaDB has no row alias).
+    pub(crate) mod sql {
+        // VARBINARY: accounts compare byte for byte, as on the other databases
+        pub(crate) const CREATE: &str = "CREATE TABLE IF NOT EXISTS balances \
+            (account VARBINARY(255) PRIMARY KEY, balance BIGINT NOT NULL)";
+        pub(crate) const CREDIT: &str = "INSERT INTO balances (account, balance) VALUES (?, ?) \
+            ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)";
+    }
+
+    /// Connects to MySQL or MariaDB and applies hookbox's migrations.
+    pub(crate) async fn open(url: &str) -> Result<Store, super::Error> {
+        let store = Store::connect(url, hookbox_diesel_mysql::MysqlOptions::new()).await?;
         store.migrate().await?;
         Ok(store)
     }
