@@ -93,33 +93,54 @@ impl Console {
     pub fn router(self) -> Router {
         let app = App(Arc::new(self));
         let protected = Router::new()
-            .route("/", get(pages::overview))
-            .route("/overview", get(pages::overview))
-            .route("/deliveries", get(pages::deliveries))
-            .route("/deliveries/confirm", get(pages::deliveries_confirm))
-            .route("/deliveries/lookup", get(pages::deliveries_lookup))
+            .route("/", get(pages::overview::overview))
+            .route("/overview", get(pages::overview::overview))
+            .route("/deliveries", get(pages::deliveries::deliveries))
+            .route(
+                "/deliveries/confirm",
+                get(pages::inbox_actions::deliveries_confirm),
+            )
+            .route(
+                "/deliveries/lookup",
+                get(pages::deliveries::deliveries_lookup),
+            )
             .route(
                 "/deliveries/replay",
-                post(pages::deliveries_replay_matching),
+                post(pages::inbox_actions::deliveries_replay_matching),
             )
-            .route("/deliveries/purge", post(pages::deliveries_purge_matching))
-            .route("/deliveries/{id}", get(pages::delivery))
-            .route("/deliveries/{id}/body", get(pages::delivery_body))
-            .route("/deliveries/{id}/replay", post(pages::delivery_replay))
+            .route(
+                "/deliveries/purge",
+                post(pages::inbox_actions::deliveries_purge_matching),
+            )
+            .route("/deliveries/{id}", get(pages::deliveries::delivery))
+            .route(
+                "/deliveries/{id}/body",
+                get(pages::deliveries::delivery_body),
+            )
+            .route(
+                "/deliveries/{id}/replay",
+                post(pages::inbox_actions::delivery_replay),
+            )
             .route("/api/overview", get(crate::api::overview))
             .route("/api/deliveries", get(crate::api::deliveries))
             .route("/api/deliveries/{id}", get(crate::api::delivery))
-            .route("/outbox", get(pages::outbox))
-            .route("/outbox/confirm", get(pages::outbox_confirm))
-            .route("/outbox/replay", post(pages::outbox_replay_matching))
-            .route("/outbox/{id}", get(pages::message))
-            .route("/outbox/{id}/replay", post(pages::message_replay))
-            .route("/logout", post(pages::logout))
+            .route("/outbox", get(pages::outbox::outbox))
+            .route("/outbox/confirm", get(pages::outbox::outbox_confirm))
+            .route(
+                "/outbox/replay",
+                post(pages::outbox::outbox_replay_matching),
+            )
+            .route("/outbox/{id}", get(pages::outbox::message))
+            .route("/outbox/{id}/replay", post(pages::outbox::message_replay))
+            .route("/logout", post(pages::login::logout))
             // any other path under the console: 401 without credentials, 404 with
             .route("/{*rest}", any(not_found))
             .route_layer(middleware::from_fn_with_state(app.clone(), authenticate));
         Router::new()
-            .route("/login", get(pages::login_form).post(pages::login))
+            .route(
+                "/login",
+                get(pages::login::login_form).post(pages::login::login),
+            )
             .route("/assets/{name}", get(asset))
             .merge(protected)
             .layer(middleware::map_response(security_headers))

@@ -25,17 +25,11 @@ use crate::query::{InboxQuery, OutboxQuery, Params, page_size};
 use crate::router::{App, Ctx, Posted, admin_only, admin_post, html_headers, same_origin};
 use crate::show::{BodyView, age, badge, body_views, headers_table, maybe_time, render_body, time};
 
-mod deliveries;
-mod inbox_actions;
-mod login;
-mod outbox;
-mod overview;
-
-pub(crate) use deliveries::*;
-pub(crate) use inbox_actions::*;
-pub(crate) use login::*;
-pub(crate) use outbox::*;
-pub(crate) use overview::*;
+pub(crate) mod deliveries;
+pub(crate) mod inbox_actions;
+pub(crate) mod login;
+pub(crate) mod outbox;
+pub(crate) mod overview;
 
 fn ctx_of(req: &Request) -> Result<Ctx, Response> {
     req.extensions()

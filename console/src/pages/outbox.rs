@@ -1,6 +1,7 @@
 //! The outbox: the filtered list, one message, its replay, and the replay of the
 //! dead messages a filter selects after a confirmation.
 
+use super::deliveries::{body_section, messages_table};
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
