@@ -16,8 +16,8 @@ use hookbox_core::{
 use serde_json::{Value, json};
 
 use crate::query::{InboxQuery, Params, page_size};
-use crate::router::{App, Ctx};
 use crate::show::is_masked;
+use crate::state::{App, Ctx};
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
     (

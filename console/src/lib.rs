@@ -94,11 +94,13 @@ mod pages;
 mod query;
 mod router;
 mod show;
+mod state;
 
 pub use auth::{ADMIN_TOKEN_VAR, ConsoleAuth, ConsoleUser, MIN_TOKEN_LEN, Role, TOKEN_VAR};
 pub use error::ConsoleError;
-pub use router::{CONTENT_SECURITY_POLICY, Console, ConsoleStore};
+pub use router::CONTENT_SECURITY_POLICY;
 pub use show::DEFAULT_MASKED_HEADERS;
+pub use state::{Console, ConsoleStore};
 
 /// Returns the console's routes over `store`, authenticated by `auth`:
 /// `Console::new(store, auth).router()`. Nest it under the prefix of your choice.

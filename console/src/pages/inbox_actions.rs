@@ -44,7 +44,7 @@ pub(crate) async fn deliveries_confirm(State(app): State<App>, req: Request) -> 
         Err(response) => return response,
     };
     if ctx.session.role != Role::Admin {
-        return crate::router::forbidden("this action needs the admin role");
+        return crate::state::forbidden("this action needs the admin role");
     }
     let params = params_of(&req);
     let Some(action) = params.get("action").and_then(Bulk::parse) else {

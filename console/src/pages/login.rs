@@ -43,7 +43,7 @@ pub(crate) async fn login(State(app): State<App>, req: Request) -> Response {
     }
     let (parts, body) = req.into_parts();
     if !same_origin(&parts.headers) {
-        return crate::router::forbidden("cross-origin request refused");
+        return crate::state::forbidden("cross-origin request refused");
     }
     let Ok(bytes) = axum::body::to_bytes(body, 16 * 1024).await else {
         return (StatusCode::BAD_REQUEST, "unreadable form body").into_response();

@@ -22,8 +22,8 @@ use crate::Role;
 use crate::auth::{COOKIE_NAME, SESSION_SECS, Via, clean_name};
 use crate::html::{Esc, Frame, escape, page, path_segment, query, truncate};
 use crate::query::{InboxQuery, OutboxQuery, Params, page_size};
-use crate::router::{App, Ctx, Posted, admin_only, admin_post, html_headers, same_origin};
 use crate::show::{BodyView, age, badge, body_views, headers_table, maybe_time, render_body, time};
+use crate::state::{App, Ctx, Posted, admin_only, admin_post, html_headers, same_origin};
 
 pub(crate) mod deliveries;
 pub(crate) mod inbox_actions;

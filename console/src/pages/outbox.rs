@@ -206,7 +206,7 @@ pub(crate) async fn outbox_confirm(State(app): State<App>, req: Request) -> Resp
         Err(response) => return response,
     };
     if ctx.session.role != Role::Admin {
-        return crate::router::forbidden("this action needs the admin role");
+        return crate::state::forbidden("this action needs the admin role");
     }
     let q = OutboxQuery::from_params(&params_of(&req));
     let filter = match q.to_filter() {

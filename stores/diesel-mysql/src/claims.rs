@@ -18,28 +18,10 @@ use hookbox_core::{
 };
 use time::OffsetDateTime;
 
-use crate::error::{MysqlError, TxError, is_duplicate_key};
+use crate::error::{MysqlError, TxError};
 use crate::schema::{hookbox_processed_keys, hookbox_version_times, hookbox_versions};
 use crate::store::MysqlStore;
-use crate::watch::{forgive_since, mark, statement_failed};
-
-/// Runs one `INSERT` whose duplicate-key error is an answer, not a failure: `true`
-/// when the row was added, `false` on error 1062 (InnoDB rolled back that statement
-/// alone; the failure watch forgets it). Any other error is returned.
-pub(crate) async fn insert_new(
-    conn: &mut AsyncMysqlConnection,
-    insert: impl AsyncFnOnce(&mut AsyncMysqlConnection) -> QueryResult<usize>,
-) -> QueryResult<bool> {
-    let before = mark(conn);
-    match insert(conn).await {
-        Ok(_) => Ok(true),
-        Err(err) if is_duplicate_key(&err) => {
-            forgive_since(conn, before);
-            Ok(false)
-        }
-        Err(err) => Err(err),
-    }
-}
+use crate::watch::{insert_new, statement_failed};
 
 /// Inserts the key; `true` when it was new. A copy of the key that another
 /// transaction inserted and has not committed yet makes this wait (up to the lock

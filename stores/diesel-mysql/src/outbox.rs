@@ -21,9 +21,9 @@ use hookbox_core::{BoxFuture, OutboxStore, error_chain};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use self::row::OutboxRow;
-use crate::claims::insert_new;
 use crate::error::MysqlError;
 use crate::store::MysqlStore;
+use crate::watch::insert_new;
 
 /// Picks and locks the due messages of a lease, inside its short transaction: the
 /// first `?` and second `?` are the relay's `now`, the third the limit. The rows come

@@ -1,8 +1,11 @@
 //! The watch every pooled connection carries: which transaction depth a failed
 //! statement was seen at, and whether a transaction is open at all.
 
+use diesel::QueryResult;
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel_async::{AsyncConnection as _, AsyncMysqlConnection};
+
+use crate::error::is_duplicate_key;
 
 /// Watches a connection's statements for one that failed inside a transaction.
 ///
@@ -138,4 +141,22 @@ pub(crate) fn in_transaction(conn: &mut AsyncMysqlConnection) -> bool {
     conn.instrumentation()
         .downcast_ref::<FailureWatch>()
         .is_some_and(|watch| watch.depth > 0)
+}
+
+/// Runs one `INSERT` whose duplicate-key error is an answer, not a failure: `true`
+/// when the row was added, `false` on error 1062 (InnoDB rolled back that statement
+/// alone; the failure watch forgets it). Any other error is returned.
+pub(crate) async fn insert_new(
+    conn: &mut AsyncMysqlConnection,
+    insert: impl AsyncFnOnce(&mut AsyncMysqlConnection) -> QueryResult<usize>,
+) -> QueryResult<bool> {
+    let before = mark(conn);
+    match insert(conn).await {
+        Ok(_) => Ok(true),
+        Err(err) if is_duplicate_key(&err) => {
+            forgive_since(conn, before);
+            Ok(false)
+        }
+        Err(err) => Err(err),
+    }
 }

@@ -50,9 +50,9 @@ use hookbox_core::{GroupCommitStats, Received, StoreError as _};
 use time::OffsetDateTime;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::claims::insert_new;
 use crate::error::MysqlError;
 use crate::pool::{ConnPool, PooledConnection};
+use crate::watch::insert_new;
 
 /// The most body and header bytes one statement carries: a batch larger than this
 /// is written in several statements, so none comes near the server's
