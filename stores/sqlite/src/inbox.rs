@@ -20,7 +20,7 @@ use hookbox_core::{
 use crate::connect::Conn;
 use crate::error::{SqliteError, boxed_any};
 use crate::filter::{Cursor, inbox_where};
-use crate::rows::{InboxRow, from_micros, micros, now, select_inbox};
+use crate::rows::{Count, InboxRow, from_micros, micros, now, select_inbox};
 use crate::store::SqliteStore;
 use crate::writer::{InboxInsert, received};
 
@@ -161,13 +161,6 @@ async fn count(store: &SqliteStore, filter: InboxFilter) -> Result<u64, SqliteEr
     let mut conn = store.connection().await?;
     let counted = clause.query(sql).get_result::<Count>(&mut *conn).await?;
     Ok(u64::try_from(counted.n).unwrap_or(0))
-}
-
-/// The row of a `COUNT(*) AS n`.
-#[derive(diesel::QueryableByName)]
-pub(crate) struct Count {
-    #[diesel(sql_type = BigInt)]
-    pub(crate) n: i64,
 }
 
 /// Makes one dead letter due again with its attempts reset; `last_error` stays, for

@@ -372,3 +372,10 @@ mod tests {
         assert_eq!(from_micros(micros(at)), Some(at));
     }
 }
+
+/// The row of a `COUNT(*) AS n`.
+#[derive(diesel::QueryableByName)]
+pub(crate) struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) n: i64,
+}

@@ -14,9 +14,8 @@ use hookbox_core::{
 
 use crate::error::{SqliteError, boxed_any};
 use crate::filter::{Cursor, outbox_where};
-use crate::inbox::Count;
 use crate::purge::purge_sent;
-use crate::rows::{OutboxRow, from_micros, select_outbox};
+use crate::rows::{Count, OutboxRow, from_micros, select_outbox};
 use crate::store::SqliteStore;
 
 /// The row of [`OUTBOX_STATS`].
