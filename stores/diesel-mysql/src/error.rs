@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
-use hookbox_core::{AnyStoreError, BoxFuture, StoreError};
+use hookbox_core::StoreError;
 
 use crate::tls::mode::{SslMode, UnknownSslMode};
 
@@ -216,31 +216,9 @@ impl StoreError for MysqlError {
     }
 }
 
-/// Boxes an operator query with its error as [`AnyStoreError`]: the shape
-/// [`InboxAdmin`](hookbox_core::InboxAdmin) and
-/// [`OutboxAdmin`](hookbox_core::OutboxAdmin) return.
-pub(crate) fn boxed_any<'a, T>(
-    query: impl Future<Output = Result<T, MysqlError>> + Send + 'a,
-) -> BoxFuture<'a, Result<T, AnyStoreError>> {
-    Box::pin(async move { query.await.map_err(AnyStoreError::new) })
-}
-
-/// What ends a transaction that runs user code (a side effect or a handler): the
-/// database's error, a statement the user code let fail while returning `Ok`, or the
-/// user code's own error `E`.
-pub(crate) enum TxError<E> {
-    Db(DieselError),
-    /// The caller returned `Ok` after a statement failed (see
-    /// `watch::statement_failed`).
-    StatementFailed,
-    User(E),
-}
-
-impl<E> From<DieselError> for TxError<E> {
-    fn from(err: DieselError) -> Self {
-        Self::Db(err)
-    }
-}
+// shared with the other diesel store: the operator queries' boxing and what ends a
+// transaction that runs user code
+pub(crate) use hookbox_diesel_shared::{TxError, boxed_any};
 
 /// Returns `true` for the server's duplicate-key error (1062, and 1586/1859 for
 /// other unique keys): the one failure a claim, a receive or a stage expects.

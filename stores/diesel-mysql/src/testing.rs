@@ -2,9 +2,8 @@
 //! for finding the server, shared by every test suite of the workspace.
 //!
 //! Enabled by the `testing` feature; meant for dev-dependencies only.
-#![allow(clippy::print_stdout)] // a skipped test says so on the test's output
 
-use diesel_async::{AsyncConnection as _, AsyncMysqlConnection};
+use diesel_async::AsyncMysqlConnection;
 
 /// The variable tests read the server's URL from
 /// (`mysql://root@127.0.0.1:3306/test`).
@@ -18,22 +17,5 @@ pub const URL_VAR: &str = "HOOKBOX_MYSQL_URL";
 /// # Panics
 /// Under `HOOKBOX_REQUIRE_SERVICES=1`, when there is no reachable server.
 pub async fn mysql_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var(URL_VAR).ok().filter(|url| !url.is_empty()) else {
-        assert!(
-            !required,
-            "{URL_VAR} not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: {URL_VAR} not set");
-        return None;
-    };
-    if let Err(err) = AsyncMysqlConnection::establish(&url).await {
-        assert!(
-            !required,
-            "{URL_VAR} unreachable and HOOKBOX_REQUIRE_SERVICES=1: {err}"
-        );
-        println!("skipped: {URL_VAR} unreachable: {err}");
-        return None;
-    }
-    Some(url)
+    hookbox_diesel_shared::testing::service_url::<AsyncMysqlConnection>(URL_VAR).await
 }

@@ -2,9 +2,8 @@
 //! finding the server, shared by every test suite of the workspace.
 //!
 //! Enabled by the `testing` feature; meant for dev-dependencies only.
-#![allow(clippy::print_stdout)] // a skipped test says so on the test's output
 
-use diesel_async::{AsyncConnection as _, AsyncPgConnection};
+use diesel_async::AsyncPgConnection;
 
 /// The variable tests read the server's URL from.
 pub const URL_VAR: &str = "HOOKBOX_PG_URL";
@@ -17,22 +16,5 @@ pub const URL_VAR: &str = "HOOKBOX_PG_URL";
 /// # Panics
 /// Under `HOOKBOX_REQUIRE_SERVICES=1`, when there is no reachable server.
 pub async fn pg_url() -> Option<String> {
-    let required = std::env::var("HOOKBOX_REQUIRE_SERVICES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var(URL_VAR).ok().filter(|url| !url.is_empty()) else {
-        assert!(
-            !required,
-            "{URL_VAR} not set and HOOKBOX_REQUIRE_SERVICES=1"
-        );
-        println!("skipped: {URL_VAR} not set");
-        return None;
-    };
-    if let Err(err) = AsyncPgConnection::establish(&url).await {
-        assert!(
-            !required,
-            "{URL_VAR} unreachable and HOOKBOX_REQUIRE_SERVICES=1: {err}"
-        );
-        println!("skipped: {URL_VAR} unreachable: {err}");
-        return None;
-    }
-    Some(url)
+    hookbox_diesel_shared::testing::service_url::<AsyncPgConnection>(URL_VAR).await
 }

@@ -8,11 +8,9 @@
     clippy::print_stdout
 )]
 
-use std::time::Duration;
-
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use hookbox_core::BoxFuture;
+use hookbox_core::{BoxFuture, GroupCommitStats};
 use hookbox_diesel_mysql::{MysqlError, MysqlOptions, MysqlStore, diesel, diesel_async};
 
 mod harness;
@@ -25,6 +23,11 @@ pub use harness::{
 };
 
 pub use hookbox_diesel_mysql::testing::{URL_VAR, mysql_url};
+// each test binary uses a few of these
+#[allow(unused_imports)]
+pub use hookbox_diesel_shared::testing::{
+    self, Backend, PATIENCE, Settings, Tally, account, amount, expected_total,
+};
 
 /// A fresh database name.
 pub fn database_name() -> String {
@@ -201,45 +204,110 @@ pub async fn exec(store: &MysqlStore, sql: &str) {
     conn.batch_execute(sql).await.unwrap();
 }
 
-/// What the race tests check at the end.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Tally {
-    /// Rows in `applications`.
-    pub applications: i64,
-    /// Distinct events in `applications`.
-    pub distinct: i64,
-    /// The sum of all balances.
-    pub ledger: i64,
+/// The ledger totals the race tests check.
+pub async fn tally(store: &MysqlStore) -> Tally {
+    testing::tally::<Mysql>(store).await
 }
 
-pub async fn tally(store: &MysqlStore) -> Tally {
-    Tally {
-        applications: count(store, "SELECT count(*) AS n FROM applications").await,
-        distinct: count(store, "SELECT count(DISTINCT event) AS n FROM applications").await,
-        ledger: count(
+/// Kills the connections running an insert into the inbox (asleep in the test's
+/// trigger, which the process list shows as the running statement); returns how
+/// many.
+pub async fn kill_inserts(store: &MysqlStore) -> usize {
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+
+    let mut conn = store.connection().await.unwrap();
+    let running = diesel::sql_query(
+        "SELECT CAST(id AS SIGNED) AS id FROM information_schema.processlist \
+         WHERE db = DATABASE() AND info LIKE 'DO SLEEP%' AND id <> CONNECTION_ID()",
+    )
+    .load::<Id>(&mut *conn)
+    .await
+    .unwrap();
+    for process in &running {
+        // gone already when its statement ended meanwhile
+        let _ = conn.batch_execute(&format!("KILL {}", process.id)).await;
+    }
+    running.len()
+}
+
+/// The MySQL backend of the shared checks: a fresh database per test.
+pub struct Mysql;
+
+impl Backend for Mysql {
+    type Conn = AsyncMysqlConnection;
+    type Store = MysqlStore;
+    type Scope = TestDatabase;
+
+    const CHILD_VAR: &'static str = "HOOKBOX_TEST_CHILD_DATABASE";
+    const SUM_BALANCES: &'static str =
+        "SELECT CAST(coalesce(sum(balance), 0) AS SIGNED) AS n FROM ledger";
+
+    fn url() -> BoxFuture<'static, Option<String>> {
+        Box::pin(mysql_url())
+    }
+
+    fn scope(url: &str) -> BoxFuture<'_, TestDatabase> {
+        Box::pin(TestDatabase::new(url))
+    }
+
+    fn scope_name(scope: &TestDatabase) -> &str {
+        &scope.name
+    }
+
+    fn store<'a>(url: &'a str, name: &'a str, settings: Settings) -> BoxFuture<'a, MysqlStore> {
+        let mut options = MysqlOptions::new();
+        if let Some(n) = settings.max_connections {
+            options = options.with_max_connections(n);
+        }
+        if let Some(n) = settings.group_commit_writers {
+            options = options.with_group_commit_writers(n);
+        }
+        Box::pin(store_in(url, name, options))
+    }
+
+    fn group_commit_writers(store: &MysqlStore) -> usize {
+        store.options().group_commit_writers()
+    }
+
+    fn group_commit_stats(store: &MysqlStore) -> Option<GroupCommitStats> {
+        store.group_commit_stats()
+    }
+
+    fn slow_inbox_inserts(store: &MysqlStore) -> BoxFuture<'_, ()> {
+        // MySQL's triggers run per row: each row of a batch sleeps
+        Box::pin(exec(
             store,
-            "SELECT CAST(coalesce(sum(balance), 0) AS SIGNED) AS n FROM ledger",
-        )
-        .await,
+            "CREATE TRIGGER hookbox_test_slow BEFORE INSERT ON hookbox_inbox \
+             FOR EACH ROW BEGIN DO SLEEP(0.5); END",
+        ))
+    }
+
+    fn fast_inbox_inserts(store: &MysqlStore) -> BoxFuture<'_, ()> {
+        Box::pin(exec(store, "DROP TRIGGER hookbox_test_slow"))
+    }
+
+    fn kill_inbox_inserts(store: &MysqlStore) -> BoxFuture<'_, usize> {
+        Box::pin(kill_inserts(store))
+    }
+
+    fn apply<'c>(
+        conn: &'c mut AsyncMysqlConnection,
+        event: &'c str,
+        account: &'c str,
+        amount: i64,
+    ) -> BoxFuture<'c, Result<(), MysqlError>> {
+        apply(conn, event, account, amount)
+    }
+
+    fn count<'a>(store: &'a MysqlStore, sql: &'a str) -> BoxFuture<'a, i64> {
+        Box::pin(count(store, sql))
+    }
+
+    fn exec<'a>(store: &'a MysqlStore, sql: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(exec(store, sql))
     }
 }
-
-/// The amount event `i` credits: distinct per event, so a double apply or a loss
-/// shows in the total.
-pub fn amount(i: usize) -> i64 {
-    i as i64 + 1
-}
-
-/// The account event `i` credits (ten accounts, so transactions contend but do not
-/// all queue on one row).
-pub fn account(i: usize) -> String {
-    format!("acct_{}", i % 10)
-}
-
-/// The expected ledger total for events `0..n`.
-pub fn expected_total(n: usize) -> i64 {
-    (0..n).map(amount).sum()
-}
-
-/// Long enough for any wait in these tests, short enough that a hang fails.
-pub const PATIENCE: Duration = Duration::from_secs(120);

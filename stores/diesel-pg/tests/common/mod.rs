@@ -8,11 +8,9 @@
     clippy::print_stdout
 )]
 
-use std::time::Duration;
-
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use hookbox_core::BoxFuture;
+use hookbox_core::{BoxFuture, GroupCommitStats};
 use hookbox_diesel_pg::{PgError, PgOptions, PgStore, diesel, diesel_async};
 
 mod harness;
@@ -21,6 +19,11 @@ mod harness;
 pub use harness::PgHarness;
 
 pub use hookbox_diesel_pg::testing::{URL_VAR, pg_url};
+// each test binary uses a few of these
+#[allow(unused_imports)]
+pub use hookbox_diesel_shared::testing::{
+    self, Backend, PATIENCE, Settings, Tally, account, amount, expected_total,
+};
 
 /// A fresh schema name.
 pub fn schema_name() -> String {
@@ -169,45 +172,97 @@ pub async fn exec(store: &PgStore, sql: &str) {
     conn.batch_execute(sql).await.unwrap();
 }
 
-/// What the race tests check at the end.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Tally {
-    /// Rows in `applications`.
-    pub applications: i64,
-    /// Distinct events in `applications`.
-    pub distinct: i64,
-    /// The sum of all balances.
-    pub ledger: i64,
+/// The ledger totals the race tests check.
+pub async fn tally(store: &PgStore) -> Tally {
+    testing::tally::<Pg>(store).await
 }
 
-pub async fn tally(store: &PgStore) -> Tally {
-    Tally {
-        applications: count(store, "SELECT count(*) AS n FROM applications").await,
-        distinct: count(store, "SELECT count(DISTINCT event) AS n FROM applications").await,
-        ledger: count(
+/// The PostgreSQL backend of the shared checks: a fresh schema per test.
+pub struct Pg;
+
+impl Backend for Pg {
+    type Conn = AsyncPgConnection;
+    type Store = PgStore;
+    type Scope = TestSchema;
+
+    const CHILD_VAR: &'static str = "HOOKBOX_TEST_CHILD_SCHEMA";
+    const SUM_BALANCES: &'static str = "SELECT coalesce(sum(balance), 0)::BIGINT AS n FROM ledger";
+
+    fn url() -> BoxFuture<'static, Option<String>> {
+        Box::pin(pg_url())
+    }
+
+    fn scope(url: &str) -> BoxFuture<'_, TestSchema> {
+        Box::pin(TestSchema::new(url))
+    }
+
+    fn scope_name(scope: &TestSchema) -> &str {
+        &scope.name
+    }
+
+    fn store<'a>(url: &'a str, name: &'a str, settings: Settings) -> BoxFuture<'a, PgStore> {
+        let mut options = PgOptions::new();
+        if let Some(n) = settings.max_connections {
+            options = options.with_max_connections(n);
+        }
+        if let Some(n) = settings.group_commit_writers {
+            options = options.with_group_commit_writers(n);
+        }
+        Box::pin(store(url, name, options))
+    }
+
+    fn group_commit_writers(store: &PgStore) -> usize {
+        store.options().group_commit_writers()
+    }
+
+    fn group_commit_stats(store: &PgStore) -> Option<GroupCommitStats> {
+        store.group_commit_stats()
+    }
+
+    fn slow_inbox_inserts(store: &PgStore) -> BoxFuture<'_, ()> {
+        Box::pin(exec(
             store,
-            "SELECT coalesce(sum(balance), 0)::BIGINT AS n FROM ledger",
-        )
-        .await,
+            "CREATE FUNCTION hookbox_test_slow() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(1.0); RETURN NULL; END $$; \
+             CREATE TRIGGER hookbox_test_slow BEFORE INSERT ON hookbox_inbox \
+             FOR EACH STATEMENT EXECUTE FUNCTION hookbox_test_slow()",
+        ))
+    }
+
+    fn fast_inbox_inserts(store: &PgStore) -> BoxFuture<'_, ()> {
+        Box::pin(exec(
+            store,
+            "DROP TRIGGER hookbox_test_slow ON hookbox_inbox",
+        ))
+    }
+
+    fn kill_inbox_inserts(store: &PgStore) -> BoxFuture<'_, usize> {
+        Box::pin(async move {
+            let killed = count(
+                store,
+                "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
+                 WHERE state = 'active' AND query LIKE 'INSERT INTO hookbox_inbox%' \
+                 AND pid <> pg_backend_pid()",
+            )
+            .await;
+            usize::try_from(killed).unwrap()
+        })
+    }
+
+    fn apply<'c>(
+        conn: &'c mut AsyncPgConnection,
+        event: &'c str,
+        account: &'c str,
+        amount: i64,
+    ) -> BoxFuture<'c, Result<(), PgError>> {
+        apply(conn, event, account, amount)
+    }
+
+    fn count<'a>(store: &'a PgStore, sql: &'a str) -> BoxFuture<'a, i64> {
+        Box::pin(count(store, sql))
+    }
+
+    fn exec<'a>(store: &'a PgStore, sql: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(exec(store, sql))
     }
 }
-
-/// The amount event `i` credits: distinct per event, so a double apply or a loss
-/// shows in the total.
-pub fn amount(i: usize) -> i64 {
-    i as i64 + 1
-}
-
-/// The account event `i` credits (ten accounts, so transactions contend but do not
-/// all queue on one row).
-pub fn account(i: usize) -> String {
-    format!("acct_{}", i % 10)
-}
-
-/// The expected ledger total for events `0..n`.
-pub fn expected_total(n: usize) -> i64 {
-    (0..n).map(amount).sum()
-}
-
-/// Long enough for any wait in these tests, short enough that a hang fails.
-pub const PATIENCE: Duration = Duration::from_secs(120);
