@@ -5,8 +5,7 @@
 # from the root Cargo.toml, our crates as `path = "/abs/path"` dependencies, the
 # dev-dependencies kept, no workspace lints, a `[workspace]` table of its own). Each
 # copy is built, its tests included, with its default features, with
-# `--features postgres` and with `--features mysql` (a MySQL build leaves out the
-# tests that need a database sandbox: only the binary and its unit tests are built).
+# `--features postgres` and with `--features mysql`.
 #
 # It fails when a copy or its tests do not build, depends (directly, through a
 # dev-dependency, or through our other crates) on a crate of ours that says

@@ -10,6 +10,12 @@
 //! assert_eq!(stored.outcome(), "stored");
 //! ```
 //!
+//! # A database that goes away
+//! [`mysql_server::PrivateServer`] starts a private MariaDB (or MySQL) server on a
+//! port and data directory of its own, which a test can kill and restart to take the
+//! database away from a receiver and bring it back, without disturbing the shared
+//! server other tests use.
+//!
 //! # Certificates for TLS tests
 //! [`tls::TestCertificates`] makes a test CA, a server certificate it signed for the
 //! names a test connects to, and a second CA that signed nothing, with the `openssl`
@@ -19,6 +25,7 @@
 mod common;
 mod delivery;
 mod example;
+pub mod mysql_server;
 mod sandbox;
 mod services;
 pub mod tls;
@@ -26,5 +33,5 @@ pub mod tls;
 pub use common::{DEADLINE, unique};
 pub use delivery::{Answer, Sender};
 pub use example::Example;
-pub use sandbox::Sandbox;
-pub use services::{PgSchema, redis_url};
+pub use sandbox::{Backend, Sandbox};
+pub use services::{MysqlDatabase, PgSchema, redis_url};

@@ -1,6 +1,7 @@
-//! The [`Sandbox`]: the temporary directory and the store (a SQLite file or a
-//! PostgreSQL schema) example processes share, starting them there, and reading
-//! what they left in the database.
+//! The [`Sandbox`]: the temporary directory and the store (a SQLite file, a
+//! PostgreSQL schema or a MySQL database) example processes share, starting them
+//! there, and reading what they left in the database; the [`Backend`] a build of an
+//! example stores in.
 
 use std::fs::File;
 use std::io::{BufRead as _, BufReader};
@@ -12,6 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use hookbox_core::{InboxAdmin as _, InboxFilter, InboxStats, StoredDelivery};
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_sqlite::diesel::QueryableByName;
 use hookbox_sqlite::diesel::sql_types::BigInt;
@@ -22,25 +24,65 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::common::DEADLINE;
 use crate::example::Example;
-use crate::services::PgSchema;
+use crate::services::{MysqlDatabase, PgSchema};
+
+/// The database a build of an example stores in: each build speaks one, chosen by
+/// its features (SQLite by default, `postgres`, or `mysql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// A SQLite file (the default build).
+    Sqlite,
+    /// PostgreSQL (a `--features postgres` build), on `HOOKBOX_PG_URL`.
+    Postgres,
+    /// MySQL or MariaDB (a `--features mysql` build), on `HOOKBOX_MYSQL_URL`.
+    Mysql,
+}
+
+impl Backend {
+    /// Returns the backend of a build with the features `postgres` and `mysql` on or
+    /// off: pass `cfg!(feature = "postgres"), cfg!(feature = "mysql")`. `mysql` wins
+    /// when both are on (an example refuses to build with both).
+    ///
+    /// # Examples
+    /// ```
+    /// use hookbox_testkit::Backend;
+    ///
+    /// assert_eq!(Backend::from_features(false, false), Backend::Sqlite);
+    /// assert_eq!(Backend::from_features(true, false), Backend::Postgres);
+    /// assert_eq!(Backend::from_features(false, true), Backend::Mysql);
+    /// ```
+    pub const fn from_features(postgres: bool, mysql: bool) -> Self {
+        match (postgres, mysql) {
+            (_, true) => Self::Mysql,
+            (true, false) => Self::Postgres,
+            (false, false) => Self::Sqlite,
+        }
+    }
+}
 
 /// A temporary directory for example processes (their working directory and logs)
-/// and the database they share: a SQLite file in the directory by default, or a
-/// PostgreSQL schema ([`Sandbox::on_postgres`]). The directory is removed when
-/// dropped (drop the [`Example`]s first).
+/// and the database they share: a SQLite file in the directory by default, a
+/// PostgreSQL schema ([`Sandbox::on_postgres`]) or a MySQL database
+/// ([`Sandbox::on_mysql`]). The directory is removed when dropped (drop the
+/// [`Example`]s first).
 #[derive(Debug)]
 pub struct Sandbox {
     dir: PathBuf,
-    postgres: Option<String>,
+    /// The server and its URL, when the store is not the SQLite file.
+    server: Option<(Backend, String)>,
     logs: Mutex<Vec<PathBuf>>,
-    // dropped after the directory is removed: the schema a `for_build` sandbox owns
+    // dropped after the directory is removed: the schema or database a `for_build`
+    // sandbox owns
     schema: Option<PgSchema>,
+    database: Option<MysqlDatabase>,
 }
 
 /// The sandbox's database, opened to read what the examples did.
 enum Db {
     Sqlite(SqliteStore),
     Pg(PgStore),
+    Mysql(MysqlStore),
 }
 
 impl Default for Sandbox {
@@ -65,45 +107,73 @@ impl Sandbox {
         std::fs::create_dir_all(&dir).expect("create the sandbox directory");
         Self {
             dir,
-            postgres: None,
+            server: None,
             logs: Mutex::new(Vec::new()),
             schema: None,
+            database: None,
         }
     }
 
-    /// Creates the sandbox the example binary under test needs: a SQLite file, or,
-    /// with `postgres` (pass `cfg!(feature = "postgres")`: each build of an example
-    /// speaks one backend), a PostgreSQL schema of its own, dropped with the sandbox.
+    /// Creates the sandbox the example binary under test needs for its `backend`
+    /// (each build of an example speaks one: pass
+    /// `Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"))`):
+    /// a SQLite file, a PostgreSQL schema of its own or a MySQL database of its own,
+    /// the schema or database dropped with the sandbox.
     ///
-    /// Returns `None` after printing `skipped: …` when `postgres` is set and
-    /// `HOOKBOX_PG_URL` is unset or unreachable, unless `HOOKBOX_REQUIRE_SERVICES=1`.
+    /// Returns `None` after printing `skipped: …` when the backend's server is wanted
+    /// and its URL (`HOOKBOX_PG_URL`, `HOOKBOX_MYSQL_URL`) is unset or unreachable,
+    /// unless `HOOKBOX_REQUIRE_SERVICES=1`.
     ///
     /// # Panics
-    /// As [`Sandbox::new`] and [`PgSchema::create`].
-    pub async fn for_build(postgres: bool) -> Option<Self> {
-        if !postgres {
-            return Some(Self::new());
+    /// As [`Sandbox::new`], [`PgSchema::create`] and [`MysqlDatabase::create`].
+    pub async fn for_build(backend: Backend) -> Option<Self> {
+        match backend {
+            Backend::Sqlite => Some(Self::new()),
+            Backend::Postgres => {
+                let schema = PgSchema::create().await?;
+                let mut sandbox = Self::on_postgres(&schema);
+                sandbox.schema = Some(schema);
+                Some(sandbox)
+            }
+            Backend::Mysql => {
+                let database = MysqlDatabase::create().await?;
+                let mut sandbox = Self::on_mysql(&database);
+                sandbox.database = Some(database);
+                Some(sandbox)
+            }
         }
-        let schema = PgSchema::create().await?;
-        let mut sandbox = Self::on_postgres(&schema);
-        sandbox.schema = Some(schema);
-        Some(sandbox)
     }
 
     /// Creates a sandbox whose examples use the PostgreSQL `schema` instead of a
     /// SQLite file.
     pub fn on_postgres(schema: &PgSchema) -> Self {
         let mut sandbox = Self::new();
-        sandbox.postgres = Some(schema.url());
+        sandbox.server = Some((Backend::Postgres, schema.url()));
         sandbox
     }
 
+    /// Creates a sandbox whose examples use the MySQL `database` instead of a SQLite
+    /// file.
+    pub fn on_mysql(database: &MysqlDatabase) -> Self {
+        let mut sandbox = Self::new();
+        sandbox.server = Some((Backend::Mysql, database.url()));
+        sandbox
+    }
+
+    /// Returns the backend the examples started here store in.
+    pub fn backend(&self) -> Backend {
+        self.server
+            .as_ref()
+            .map_or(Backend::Sqlite, |(backend, _)| *backend)
+    }
+
     /// Returns the store the examples started here use (`HOOKBOX_STORE`): the SQLite
-    /// file, or the PostgreSQL URL.
+    /// file, or the PostgreSQL or MySQL URL.
     pub fn store_url(&self) -> String {
-        self.postgres
-            .clone()
-            .unwrap_or_else(|| self.dir.join("hookbox.db").to_string_lossy().into_owned())
+        self.server.as_ref().map_or_else(
+            || self.dir.join("hookbox.db").to_string_lossy().into_owned(),
+            |(_, url)| url.clone(),
+        )
     }
 
     /// Starts `bin` (pass `env!("CARGO_BIN_EXE_<name>")`) with `args` and waits for the
@@ -208,12 +278,16 @@ impl Sandbox {
     /// Opens the sandbox's database with the store the examples use.
     async fn open(&self) -> Db {
         let url = self.store_url();
-        let db = match &self.postgres {
-            Some(url) => PgStore::connect(url, PgOptions::new())
+        let db = match self.backend() {
+            Backend::Postgres => PgStore::connect(&url, PgOptions::new())
                 .await
                 .map(Db::Pg)
                 .map_err(|e| e.to_string()),
-            None => SqliteStore::open(&url, SqliteOptions::default())
+            Backend::Mysql => MysqlStore::connect(&url, MysqlOptions::new())
+                .await
+                .map(Db::Mysql)
+                .map_err(|e| e.to_string()),
+            Backend::Sqlite => SqliteStore::open(&url, SqliteOptions::default())
                 .await
                 .map(Db::Sqlite)
                 .map_err(|e| e.to_string()),
@@ -241,6 +315,10 @@ impl Sandbox {
                 .await
                 .map_err(|e| e.to_string()),
             Db::Pg(store) => store
+                .list(InboxFilter::all(), 1000)
+                .await
+                .map_err(|e| e.to_string()),
+            Db::Mysql(store) => store
                 .list(InboxFilter::all(), 1000)
                 .await
                 .map_err(|e| e.to_string()),
@@ -279,7 +357,8 @@ impl Sandbox {
 
     /// Runs `sql`, a query returning one row with one integer column named `n`
     /// (`SELECT COUNT(*) AS n FROM …`), on the sandbox's database: to read the side
-    /// effect an example applied.
+    /// effect an example applied. The SQL is the [`Sandbox::backend`]'s dialect;
+    /// plain `SELECT`s with single-quoted strings read the same on all three.
     ///
     /// # Panics
     /// When the query fails or returns no row.
@@ -299,6 +378,13 @@ impl Sandbox {
                 Err(err) => Err(err.to_string()),
             },
             Db::Pg(store) => match store.connection().await {
+                Ok(mut conn) => query
+                    .get_result::<N>(&mut *conn)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(err) => Err(err.to_string()),
+            },
+            Db::Mysql(store) => match store.connection().await {
                 Ok(mut conn) => query
                     .get_result::<N>(&mut *conn)
                     .await
@@ -341,6 +427,7 @@ impl Db {
         let stats = match self {
             Self::Sqlite(store) => store.stats().await.map_err(|e| e.to_string()),
             Self::Pg(store) => store.stats().await.map_err(|e| e.to_string()),
+            Self::Mysql(store) => store.stats().await.map_err(|e| e.to_string()),
         };
         stats.unwrap_or_else(|err| panic!("cannot read the inbox: {err}\n{}", sandbox.logs()))
     }

@@ -1,7 +1,8 @@
-//! The services a test may need besides the receiver: Redis ([`redis_url`]) and a
-//! PostgreSQL schema of its own ([`PgSchema`]), with the skip-or-require rule for
-//! when they are missing.
+//! The services a test may need besides the receiver: Redis ([`redis_url`]), a
+//! PostgreSQL schema of its own ([`PgSchema`]) and a MySQL database of its own
+//! ([`MysqlDatabase`]), with the skip-or-require rule for when they are missing.
 
+use hookbox_diesel_mysql::diesel_async::AsyncMysqlConnection;
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
 };
@@ -15,7 +16,7 @@ fn services_required() -> bool {
 /// Skips (prints `skipped: …` and returns `None`) or, when services are required,
 /// panics.
 #[allow(clippy::print_stdout)] // the skip rule: the test says why it did not run
-fn skip<T>(why: &str) -> Option<T> {
+pub(crate) fn skip<T>(why: &str) -> Option<T> {
     assert!(!services_required(), "{why} and HOOKBOX_REQUIRE_SERVICES=1");
     println!("skipped: {why}");
     None
@@ -117,5 +118,141 @@ impl Drop for PgSchema {
             });
         })
         .join();
+    }
+}
+
+/// A MySQL (or MariaDB) database of its own for one test, on the server at
+/// `HOOKBOX_MYSQL_URL` (or another server, [`MysqlDatabase::create_on`]); dropped with
+/// everything in it when the value is dropped.
+#[derive(Debug)]
+pub struct MysqlDatabase {
+    base: String,
+    name: String,
+}
+
+impl MysqlDatabase {
+    /// Creates a fresh database on the server at `HOOKBOX_MYSQL_URL`.
+    ///
+    /// Returns `None` after printing `skipped: …` when `HOOKBOX_MYSQL_URL` is unset or
+    /// the server unreachable, unless `HOOKBOX_REQUIRE_SERVICES=1`.
+    ///
+    /// # Panics
+    /// When the service is missing and `HOOKBOX_REQUIRE_SERVICES=1`, or the database
+    /// cannot be created.
+    pub async fn create() -> Option<Self> {
+        let Some(base) = std::env::var("HOOKBOX_MYSQL_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            return skip("HOOKBOX_MYSQL_URL not set");
+        };
+        let mut conn = match AsyncMysqlConnection::establish(&base).await {
+            Ok(conn) => conn,
+            Err(err) => return skip(&format!("HOOKBOX_MYSQL_URL unreachable: {err}")),
+        };
+        Some(Self::create_with(&mut conn, base).await)
+    }
+
+    /// Creates a fresh database on the server `server_url` names (any database of
+    /// it: the URL's database is only where the connection that creates and drops
+    /// this one starts), for example a
+    /// [`PrivateServer`](crate::mysql_server::PrivateServer)'s.
+    ///
+    /// # Panics
+    /// When the server cannot be reached or the database cannot be created.
+    pub async fn create_on(server_url: &str) -> Self {
+        let mut conn = AsyncMysqlConnection::establish(server_url)
+            .await
+            .unwrap_or_else(|err| panic!("cannot connect to {server_url}: {err}"));
+        Self::create_with(&mut conn, server_url.to_owned()).await
+    }
+
+    async fn create_with(conn: &mut AsyncMysqlConnection, base: String) -> Self {
+        let name = format!("hb_example_{:016x}", fastrand::u64(..));
+        conn.batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|err| panic!("CREATE DATABASE {name}: {err}"));
+        Self { base, name }
+    }
+
+    /// Returns the database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns the server's URL with this database as its path (the query, such as
+    /// `ssl-mode`, kept), for `HOOKBOX_STORE`.
+    pub fn url(&self) -> String {
+        with_database(&self.base, &self.name)
+    }
+}
+
+impl Drop for MysqlDatabase {
+    fn drop(&mut self) {
+        // a runtime of its own on a thread of its own: `drop` cannot await, and it may
+        // run inside the test's runtime
+        let (base, name) = (self.base.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if let Ok(mut conn) = AsyncMysqlConnection::establish(&base).await {
+                    let _ = conn
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Returns `url` (`mysql://user@host:port/db?query`) with `database` as its path.
+fn with_database(url: &str, database: &str) -> String {
+    let (url, query) = url
+        .split_once('?')
+        .map_or((url, None), |(url, query)| (url, Some(query)));
+    let (scheme, rest) = url.split_once("://").unwrap_or(("mysql", url));
+    // the path starts at the first `/` after any credentials
+    let host_at = rest.rfind('@').map_or(0, |at| at + 1);
+    let authority = rest[host_at..]
+        .find('/')
+        .map_or(rest, |slash| &rest[..host_at + slash]);
+    let query = query.map(|q| format!("?{q}")).unwrap_or_default();
+    format!("{scheme}://{authority}/{database}{query}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_replaces_the_path_and_keeps_the_query() {
+        let cases = [
+            (
+                "mysql://root@127.0.0.1:3306/test",
+                "mysql://root@127.0.0.1:3306/hb",
+            ),
+            (
+                "mysql://root@127.0.0.1:3306",
+                "mysql://root@127.0.0.1:3306/hb",
+            ),
+            (
+                "mysql://root@127.0.0.1:3306/",
+                "mysql://root@127.0.0.1:3306/hb",
+            ),
+            (
+                "mysql://u:p%2Fw@db:3306/test?ssl-mode=DISABLED",
+                "mysql://u:p%2Fw@db:3306/hb?ssl-mode=DISABLED",
+            ),
+            ("mysql://u:a/b@db/test", "mysql://u:a/b@db/hb"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(with_database(url, "hb"), expected, "{url}");
+        }
     }
 }

@@ -159,7 +159,7 @@ const EXAMPLES: &[Example] = &[
     embed!("svix": "manifest.toml", "README.md", "sample.json", "src/main.rs",
         "tests/receive.rs"),
     embed!("standard": "manifest.toml", "README.md", "sample.json", "src/main.rs",
-        "tests/receive.rs", "tests/crash.rs"),
+        "tests/receive.rs", "tests/crash.rs", "tests/outage.rs"),
     embed!("slack": "manifest.toml", "README.md", "sample.json", "handshake.json",
         "src/main.rs", "tests/receive.rs"),
     embed!("twitch": "manifest.toml", "README.md", "sample.json", "handshake.json",

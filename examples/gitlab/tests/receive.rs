@@ -1,27 +1,28 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): an event sent twice (a retry has a
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): an event sent twice (a retry has a
 //! new `X-Gitlab-Webhook-UUID`, the same event id) is stored once and written to the
 //! ledger once; a wrong secret token is refused; with `GITLAB_SIGNING_TOKEN`, a request
 //! with the right secret token but no signature is refused.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{SignedHeaders, Signer};
 use hookbox_gitlab::GitLabSigner;
-use hookbox_testkit::{Example, Sandbox, unique};
+use hookbox_testkit::{Backend, Example, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-gitlab");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/gitlab";
 /// The example's documented demo secret token.
 const SECRET: &str = "hookbox-gitlab-demo-token";
 /// A signing token in GitLab's form: `whsec_` and the base64 of 32 bytes.
 const SIGNING_TOKEN: &str = "whsec_dGVzdHRlc3R0ZXN0dGVzdHRlc3R0ZXN0dGVzdHRlc3Q=";
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 /// A push body naming `id`, so each test's ledger line is its own.

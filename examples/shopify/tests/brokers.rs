@@ -4,16 +4,16 @@
 //! `HOOKBOX_REQUIRE_SERVICES=1`. A build tests the brokers its relay is built for
 //! (features `nats` and `amqp`, both defaults).
 #![cfg(any(feature = "nats", feature = "amqp"))]
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use std::time::Duration;
 
 use hookbox_shopify::ShopifySigner;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-shopify");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/shopify";
 const SECRET: &str = "hookbox-shopify-demo-secret";
 
@@ -49,7 +49,7 @@ async fn order_events_reach_a_jetstream_subject_once_each_with_their_message_id(
     let Some(url) = service("HOOKBOX_NATS_URL") else {
         return;
     };
-    let Some(sandbox) = Sandbox::for_build(cfg!(feature = "postgres")).await else {
+    let Some(sandbox) = Sandbox::for_build(BACKEND).await else {
         return;
     };
     let client = async_nats::connect(&url).await.expect("NATS");
@@ -103,7 +103,7 @@ async fn a_relay_whose_subject_no_stream_covers_refuses_to_start() {
     let Some(url) = service("HOOKBOX_NATS_URL") else {
         return;
     };
-    let Some(sandbox) = Sandbox::for_build(cfg!(feature = "postgres")).await else {
+    let Some(sandbox) = Sandbox::for_build(BACKEND).await else {
         return;
     };
     let subject = unique("hb.nobody").replace(['-', '_'], ".");
@@ -130,7 +130,7 @@ async fn order_events_reach_a_rabbitmq_queue_with_their_message_id() {
     let Some(url) = service("HOOKBOX_AMQP_URL") else {
         return;
     };
-    let Some(sandbox) = Sandbox::for_build(cfg!(feature = "postgres")).await else {
+    let Some(sandbox) = Sandbox::for_build(BACKEND).await else {
         return;
     };
     let connection = lapin::Connection::connect(&url, lapin::ConnectionProperties::default())

@@ -1,24 +1,25 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): an order sent twice is stored once
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): an order sent twice is stored once
 //! and counted once under its shop; the same webhook id from another shop is that
 //! shop's own delivery; a forged copy is refused; `orders/updated` arriving out of
 //! order never overwrites a newer order, and a same-second tie keeps the stored one.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use hookbox_shopify::ShopifySigner;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-shopify");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/shopify";
 /// The example's documented demo secret.
 const SECRET: &str = "hookbox-shopify-demo-secret";
 const ORDER_ID: i64 = 820_982_911_946_154_508;
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 /// An `orders/updated` body: the order as it was at `updated_at`.

@@ -1,25 +1,26 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): an event signed for `PUBLIC_URL` and
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): an event signed for `PUBLIC_URL` and
 //! sent to the bound address twice is stored once and written to the ledger once; a
 //! tampered copy, or one signed for another URL, is refused.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use hookbox_core::Signer as _;
 use hookbox_square::SquareSigner;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-square");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/square";
 /// The example's documented demo signature key.
 const SECRET: &str = "hookbox_demo_signature_key";
 /// The URL Square would sign: not the address the example is bound to.
 const PUBLIC_URL: &str = "https://public.example/webhooks/square";
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 fn event(id: &str) -> String {

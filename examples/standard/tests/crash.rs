@@ -1,17 +1,17 @@
 //! The receiver killed with SIGKILL while many deliveries are in flight, so that some
 //! are queued for, or inside, a group commit: every delivery that got a 2xx is in
 //! the store afterwards. The count lost is printed and must be 0.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hookbox_standard::StandardSigner;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-standard");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/standard";
 const SECRET: &str = "whsec_aG9va2JveC1zdGFuZGFyZC1kZW1vLXNlY3JldCEh";
 const BODY: &[u8] = br#"{"type":"contact.created","data":{"id":"contact_1"}}"#;
@@ -19,7 +19,7 @@ const SENDERS: usize = 16;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_delivery_survives_a_sigkill_of_the_receiver() {
-    let Some(sandbox) = Sandbox::for_build(cfg!(feature = "postgres")).await else {
+    let Some(sandbox) = Sandbox::for_build(BACKEND).await else {
         return;
     };
     // the receiver alone: no worker, so every stored row stays in the inbox to count
@@ -77,7 +77,7 @@ async fn every_acknowledged_delivery_survives_a_sigkill_of_the_receiver() {
 async fn every_delivery_is_applied_once_across_sigkills_of_the_worker() {
     const DELIVERIES: usize = 2_000;
     const KILLS: usize = 5;
-    let Some(sandbox) = Sandbox::for_build(cfg!(feature = "postgres")).await else {
+    let Some(sandbox) = Sandbox::for_build(BACKEND).await else {
         return;
     };
     let receiver = sandbox.start(BIN, &["serve", "--no-worker"]);

@@ -1,15 +1,16 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): a signed delivery sent twice is
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): a signed delivery sent twice is
 //! stored once and credited once; a forged copy is refused; SIGTERM stops it cleanly;
 //! a SQLite build refuses a Postgres URL.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use hookbox_stripe::StripeSigner;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-stripe");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/stripe";
 /// The example's documented demo secret.
 const SECRET: &str = "whsec_hookbox_stripe_demo";
@@ -21,9 +22,9 @@ fn payment(event: &str, customer: &str, amount: i64) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +101,7 @@ async fn sigterm_finishes_the_work_and_exits_with_status_0() {
     );
 }
 
-#[cfg(not(feature = "postgres"))]
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_build_refuses_a_postgres_url_and_says_which_build_to_use() {
     let sandbox = Sandbox::new();

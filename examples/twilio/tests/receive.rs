@@ -1,25 +1,26 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): a status callback signed for the
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): a status callback signed for the
 //! public URL is stored once although it reaches the bound address, a retry is
 //! answered 200 and stored nothing, a tampered or forged copy is refused.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
 use hookbox_core::Signer as _;
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 use hookbox_twilio::TwilioSigner;
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-twilio");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/twilio";
 /// The example's documented demo token.
 const TOKEN: &str = "hookbox_demo_auth_token";
 /// The URL Twilio would call: a proxy in front of the example, which it never sees.
 const PUBLIC_URL: &str = "https://public.example/webhooks/twilio";
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 /// A message status callback as Twilio posts it.

@@ -1,22 +1,23 @@
 //! The example over real HTTP, on the backend it was built for (SQLite by default, a
-//! PostgreSQL schema with `--features postgres`): an event sent twice is stored once
+//! PostgreSQL schema with `--features postgres`, a MySQL database with
+//! `--features mysql`): an event sent twice is stored once
 //! and written to the ledger once; a forged copy is refused; the handshake gets its documented answer and leaves no row.
-// the test sandbox gives the binary a SQLite file or a Postgres schema, not yet a
-// MySQL database: a `--features mysql` build leaves these tests out
-#![cfg(not(feature = "mysql"))]
 
-use hookbox_testkit::{Sandbox, unique};
+use hookbox_testkit::{Backend, Sandbox, unique};
 use hookbox_zoom::ZoomSigner;
 
 const BIN: &str = env!("CARGO_BIN_EXE_example-zoom");
+/// The database this build of the example stores in.
+const BACKEND: Backend =
+    Backend::from_features(cfg!(feature = "postgres"), cfg!(feature = "mysql"));
 const PATH: &str = "/webhooks/zoom";
 /// The example's documented demo secret.
 const SECRET: &str = "hookbox-zoom-demo-secret-token";
 const HANDSHAKE: &[u8] = include_bytes!("../handshake.json");
 
-/// The sandbox for this build's backend; `None` when Postgres is wanted and absent.
+/// The sandbox for this build's backend; `None` when its server is wanted and absent.
 async fn sandbox() -> Option<Sandbox> {
-    Sandbox::for_build(cfg!(feature = "postgres")).await
+    Sandbox::for_build(BACKEND).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
