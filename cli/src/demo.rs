@@ -41,6 +41,7 @@ use hookbox_core::{
     InboxAdmin, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, error_chain,
     run_worker,
 };
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
 };
@@ -69,22 +70,25 @@ plan; 1 otherwise (the last line says what broke); 2 usage error.
 Examples:
   hookbox demo
   hookbox demo --events 10000 --provider stripe --seed 7
-  hookbox demo --store postgres://postgres@127.0.0.1:5432/test";
+  hookbox demo --store postgres://postgres@127.0.0.1:5432/test
+  hookbox demo --store mysql://root@127.0.0.1:3306/test";
 
 /// Where the receiver listens.
 const PATH: &str = "/webhooks/demo";
 /// Workers draining the inbox. On SQLite one leases the next row while the other
-/// works (writes still take turns); Postgres takes rows with `SKIP LOCKED`.
+/// works (writes still take turns); Postgres and MySQL take rows with `SKIP LOCKED`.
 const SQLITE_WORKERS: usize = 2;
 const POSTGRES_WORKERS: usize = 4;
+const MYSQL_WORKERS: usize = 4;
 /// How long an idle worker waits before looking for a row again.
 const WORKER_IDLE: Duration = Duration::from_millis(5);
 
 /// Arguments of `hookbox demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DemoArgs {
-    /// The store: a new SQLite file (kept afterwards) or a `postgres://` URL (a fresh
-    /// schema, dropped afterwards) [default: a temporary SQLite file, deleted afterwards].
+    /// The store: a new SQLite file (kept afterwards), a `postgres://` URL (a fresh
+    /// schema, dropped afterwards) or a `mysql://` URL (a fresh database on that server,
+    /// dropped afterwards) [default: a temporary SQLite file, deleted afterwards].
     #[arg(long, value_name = "PATH|URL")]
     store: Option<String>,
 
@@ -136,7 +140,10 @@ enum Target {
     Temporary(TempDir),
     /// A new SQLite file the user named, kept for `hookbox inbox` to look at.
     File(PathBuf),
+    /// A Postgres server: the demo runs in a fresh schema and drops it.
     Postgres(String),
+    /// A MySQL or MariaDB server: the demo runs in a fresh database and drops it.
+    Mysql(String),
 }
 
 impl Target {
@@ -148,13 +155,7 @@ impl Target {
         };
         let path = match Location::parse(store) {
             Location::Postgres(url) => return Ok(Self::Postgres(url.to_string())),
-            Location::Mysql(_) => {
-                return Err(UsageError(
-                    "--store: the demo runs on SQLite or Postgres; MySQL is served by \
-                     `hookbox inbox`, `outbox`, `console` and `hookbox-diesel-mysql`"
-                        .to_string(),
-                ));
-            }
+            Location::Mysql(url) => return Ok(Self::Mysql(url.to_string())),
             Location::Sqlite(path) => path.to_path_buf(),
         };
         if path.exists() {
@@ -256,6 +257,7 @@ async fn demo(args: &DemoArgs, target: &Target) -> Result<Report, Failure> {
             run_sqlite(path, label, setup).await
         }
         Target::Postgres(url) => run_postgres(url, setup).await,
+        Target::Mysql(url) => run_mysql(url, setup).await,
     }
 }
 
@@ -288,6 +290,47 @@ async fn run_postgres(url: &str, setup: Setup) -> Result<Report, Failure> {
     let report = outcome?;
     dropped?;
     Ok(report)
+}
+
+/// Runs the demo in a fresh database on the URL's server and drops it afterwards,
+/// pass or fail. MySQL's schemas are its databases: the store's tables live in the
+/// URL's database, so the demo's URL names its own.
+async fn run_mysql(url: &str, setup: Setup) -> Result<Report, Failure> {
+    let database = format!("hookbox_demo_{:016x}", fastrand::u64(..));
+    let demo_url = with_database(url, &database)?;
+    // the admin connection through the store, so TLS follows the URL's `ssl-mode`
+    let admin = MysqlStore::connect(url, MysqlOptions::new().with_max_connections(1)).await?;
+    let mut conn = admin.connection().await?;
+    conn.batch_execute(&format!("CREATE DATABASE `{database}`"))
+        .await?;
+    let label = format!("MySQL (database {database}, dropped afterwards)");
+    let outcome = async {
+        let options = MysqlOptions::new().with_max_connections(16);
+        let store = MysqlStore::connect(&demo_url, options).await?;
+        store.migrate().await?;
+        run_on(store, MYSQL_WORKERS, label, setup).await
+    }
+    .await;
+    let dropped = conn
+        .batch_execute(&format!("DROP DATABASE IF EXISTS `{database}`"))
+        .await;
+    let report = outcome?;
+    dropped?;
+    Ok(report)
+}
+
+/// Returns `url` with its database (the URL's path) replaced by `database`, its
+/// user, host and parameters kept.
+fn with_database(url: &str, database: &str) -> Result<String, Failure> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("--store: not a URL: {url:?}").into());
+    };
+    // the authority ends at the path or the parameters (a `/` or `?` in a password
+    // is percent-encoded)
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let params = tail.find(['?', '#']).map_or("", |at| &tail[at..]);
+    Ok(format!("{scheme}://{authority}/{database}{params}"))
 }
 
 /// Runs the demo on a migrated store: receiver, workers, senders, drain, report.
@@ -323,7 +366,7 @@ where
     let measured = send_and_drain(sender, &store, &traffic).await;
 
     // stopped whatever happened, so nothing writes while the report reads (or while
-    // a Postgres schema is dropped)
+    // a Postgres schema or a MySQL database is dropped)
     if let Some(watcher) = watcher {
         watcher.abort();
         let _ = watcher.await;
@@ -526,5 +569,38 @@ impl Progress {
         self.sent.finish_and_clear();
         self.applied.finish_and_clear();
         let _ = self.bars.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn a_mysql_url_gets_the_demo_database_and_keeps_the_rest() {
+        let cases = [
+            (
+                "mysql://root@127.0.0.1:3306/test",
+                "mysql://root@127.0.0.1:3306/demo",
+            ),
+            ("mysql://root@db", "mysql://root@db/demo"),
+            ("mysql://root@db/", "mysql://root@db/demo"),
+            (
+                "mariadb://app:p%2Fw@db/app?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
+                "mariadb://app:p%2Fw@db/demo?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
+            ),
+            (
+                "mysql://db?ssl-mode=DISABLED",
+                "mysql://db/demo?ssl-mode=DISABLED",
+            ),
+        ];
+        for (url, want) in cases {
+            assert_eq!(
+                with_database(url, "demo").ok().as_deref(),
+                Some(want),
+                "{url}"
+            );
+        }
+        assert!(with_database("not a url", "demo").is_err());
     }
 }

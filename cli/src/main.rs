@@ -6,10 +6,12 @@
 //! would send, in the `Name: value` form that `curl -H` and `hookbox verify --header`
 //! take unchanged.
 //!
-//! `hookbox sim` runs the seed's receiver simulation; with `--store postgres://…` it
-//! replays it with real concurrent workers and SIGKILLed worker processes.
+//! `hookbox sim` runs the seed's receiver simulation; with `--store postgres://…` or
+//! `--store mysql://…` it replays it with real concurrent workers and SIGKILLed
+//! worker processes.
 //!
-//! `hookbox inbox` shows and operates a store's inbox (a SQLite file or a Postgres URL);
+//! `hookbox inbox` shows and operates a store's inbox (a SQLite file, a Postgres URL
+//! or a MySQL URL);
 //! `hookbox outbox` its outbox. `hookbox console` serves the operator console over
 //! a store in a browser.
 //!

@@ -2,10 +2,10 @@
 //! delivery, with hookbox's own SQLite store as the correct designs. Its tables match
 //! the published output line for line (a test in `hookbox-sim` proves it).
 //!
-//! `hookbox sim --store postgres://…` goes past the seed: the same delivery stream on
-//! Postgres with real concurrent workers, and the crash test with real worker
-//! processes (this binary again, as the hidden `sim-worker` subcommand) that are
-//! SIGKILLed at the crash point.
+//! `hookbox sim --store postgres://…` (or `mysql://…`) goes past the seed: the same
+//! delivery stream on Postgres (or MySQL/MariaDB) with real concurrent workers, and
+//! the crash test with real worker processes (this binary again, as the hidden
+//! `sim-worker` subcommand) that are SIGKILLed at the crash point.
 #![allow(clippy::print_stderr)] // the timings go to stderr, beside the tables on stdout
 
 use std::io::Write as _;
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use hookbox_cli::store::Location;
-use hookbox_sim::pg::{self, CrashDesign, PgSimOptions};
+use hookbox_sim::server::{self, CrashDesign, SimOptions};
 
 use crate::UsageError;
 
@@ -21,16 +21,18 @@ pub(crate) const AFTER_HELP: &str = "\
 Without --store: the seed's single-process simulation on SQLite, deterministic, its
 tables identical to the published output.
 
-With --store postgres://…: the same seed and delivery stream replayed with --workers
-real concurrent workers, each on its own connection, for (b) check-then-insert,
-(c) atomic insert (hookbox's process_once) and (d) the version guard; then the crash
-test with --workers worker processes killed with SIGKILL between the dedupe insert and
-the side effect. Each handler and design runs in a fresh schema, dropped at the end.
-The numbers are measured, not fixed: concurrency is real.
+With --store postgres://… or mysql://…: the same seed and delivery stream replayed
+with --workers real concurrent workers, each on its own connection, for
+(b) check-then-insert, (c) atomic insert (hookbox's process_once) and (d) the version
+guard; then the crash test with --workers worker processes killed with SIGKILL between
+the dedupe insert and the side effect. Each handler and design runs in a fresh schema
+(a fresh database on MySQL), dropped at the end. The numbers are measured, not fixed:
+concurrency is real.
 
 Examples:
   hookbox sim --timings
-  hookbox sim --store postgres://postgres@127.0.0.1:5432/test --workers 8 --timings";
+  hookbox sim --store postgres://postgres@127.0.0.1:5432/test --workers 8 --timings
+  hookbox sim --store mysql://root@127.0.0.1:3306/test --workers 8 --timings";
 
 /// Arguments of `hookbox sim`.
 #[derive(Debug, clap::Args)]
@@ -39,34 +41,35 @@ pub(crate) struct SimArgs {
     #[arg(long)]
     timings: bool,
 
-    /// Replay on Postgres with real concurrency instead: a `postgres://` URL (fresh
-    /// schemas, dropped afterwards).
+    /// Replay on a server with real concurrency instead: a `postgres://` URL (fresh
+    /// schemas, dropped afterwards) or a `mysql://` URL (fresh databases on that
+    /// server, dropped afterwards).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
 
-    /// Concurrent workers on Postgres: connections for the handlers, processes for
+    /// Concurrent workers on the server: connections for the handlers, processes for
     /// the crash test.
     #[arg(
         long,
         value_name = "N",
-        default_value_t = pg::DEFAULT_WORKERS as u32,
+        default_value_t = server::DEFAULT_WORKERS as u32,
         value_parser = clap::value_parser!(u32).range(2..=64),
         requires = "store"
     )]
     workers: u32,
 
-    /// The pause at the script's `await io()` on Postgres, in milliseconds: in (b)
+    /// The pause at the script's `await io()` on the server, in milliseconds: in (b)
     /// between the check and the write, in (c)/(d) before the transaction.
     #[arg(
         long,
         value_name = "MS",
-        default_value_t = pg::DEFAULT_IO_DELAY.as_millis() as u64,
+        default_value_t = server::DEFAULT_IO_DELAY.as_millis() as u64,
         value_parser = clap::value_parser!(u64).range(0..=1000),
         requires = "store"
     )]
     io_delay_ms: u64,
 
-    /// Replay only the first N events on Postgres (and of the crash test's 2,000),
+    /// Replay only the first N events on the server (and of the crash test's 2,000),
     /// for a quick run [default: all 10,000].
     #[arg(
         long,
@@ -77,15 +80,15 @@ pub(crate) struct SimArgs {
     events: Option<u32>,
 }
 
-/// Arguments of the hidden `hookbox sim-worker`, which the Postgres crash test starts.
+/// Arguments of the hidden `hookbox sim-worker`, which the server's crash test starts.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SimWorkerArgs {
     /// The server, from the parent's environment (never on the command line, where
     /// the process list would show a password).
-    #[arg(long, env = pg::WORKER_URL_ENV, hide_env_values = true)]
+    #[arg(long, env = server::WORKER_URL_ENV, hide_env_values = true)]
     url: String,
 
-    /// The schema the parent prepared.
+    /// The schema (the database, on MySQL) the parent prepared.
     #[arg(long)]
     schema: String,
 
@@ -97,19 +100,19 @@ pub(crate) struct SimWorkerArgs {
 /// Runs the simulation and prints its tables on stdout.
 ///
 /// # Errors
-/// [`UsageError`] for a `--store` that is not a Postgres URL; a failed write or
+/// [`UsageError`] for a `--store` that is not a Postgres or MySQL URL; a failed write or
 /// database step exits 1 with a message.
 pub(crate) fn run(args: &SimArgs) -> Result<ExitCode, UsageError> {
     let start = Instant::now();
     let pg_options = match &args.store {
         None => None,
-        Some(url) if Location::parse(url).is_postgres() => {
+        Some(url) if !matches!(Location::parse(url), Location::Sqlite(_)) => {
             let exe = std::env::current_exe().map_err(|err| {
                 UsageError(format!(
                     "cannot find this binary to start the crash test's workers: {err}"
                 ))
             })?;
-            let mut options = PgSimOptions::new(url.clone(), exe);
+            let mut options = SimOptions::new(url.clone(), exe);
             options.workers = args.workers as usize;
             options.io_delay = Duration::from_millis(args.io_delay_ms);
             options.events = args.events.map(|n| n as usize);
@@ -117,7 +120,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<ExitCode, UsageError> {
         }
         Some(other) => {
             return Err(UsageError(format!(
-                "--store takes a postgres:// URL, not {other:?} (the SQLite simulation runs without --store)"
+                "--store takes a postgres:// or mysql:// URL, not {other:?} (the SQLite simulation runs without --store)"
             )));
         }
     };
@@ -125,7 +128,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<ExitCode, UsageError> {
     let mut out = stdout.lock();
     let result = match &pg_options {
         None => hookbox_sim::run_timed(&mut out, &hookbox_sim::RunMeta::detect()),
-        Some(options) => pg::run(&mut out, options),
+        Some(options) => server::run(&mut out, options),
     };
     let _ = out.flush();
     let timings = match result {
@@ -153,11 +156,13 @@ pub(crate) fn run(args: &SimArgs) -> Result<ExitCode, UsageError> {
 /// # Errors
 /// [`UsageError`] never; a failure is reported to the parent and exits 1.
 pub(crate) fn run_worker(args: &SimWorkerArgs) -> Result<ExitCode, UsageError> {
-    Ok(match pg::run_worker(&args.url, &args.schema, args.design) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: sim-worker: {err}");
-            ExitCode::FAILURE
-        }
-    })
+    Ok(
+        match server::run_worker(&args.url, &args.schema, args.design) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: sim-worker: {err}");
+                ExitCode::FAILURE
+            }
+        },
+    )
 }

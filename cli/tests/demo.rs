@@ -1,6 +1,7 @@
 //! `hookbox demo` as a user runs it: the built binary, a small stream, the printed
-//! table read back. On SQLite always; on Postgres when `HOOKBOX_PG_URL` is set
-//! (skipped without it unless `HOOKBOX_REQUIRE_SERVICES=1`).
+//! table read back. On SQLite always; on Postgres when `HOOKBOX_PG_URL` is set and on
+//! MySQL or MariaDB when `HOOKBOX_MYSQL_URL` is (each skipped without its variable
+//! unless `HOOKBOX_REQUIRE_SERVICES=1`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::HashMap;
@@ -8,6 +9,8 @@ use std::process::{Command, Output};
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
+use hookbox_diesel_mysql::testing::mysql_url;
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{diesel, diesel_async};
 
 mod common;
@@ -177,12 +180,7 @@ async fn the_demo_on_postgres_applies_every_event_exactly_once_and_drops_its_sch
     let table = Table::parse(&output);
     table.assert_exactly_once(300);
 
-    let schema = table
-        .stdout
-        .split_whitespace()
-        .find(|word| word.starts_with("hookbox_demo_"))
-        .expect("the heading names the schema")
-        .trim_end_matches([',', ')']);
+    let schema = demo_namespace(&table);
     let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
     let left = diesel::sql_query("SELECT COUNT(*) AS n FROM pg_namespace WHERE nspname = $1")
         .bind::<Text, _>(schema)
@@ -190,4 +188,43 @@ async fn the_demo_on_postgres_applies_every_event_exactly_once_and_drops_its_sch
         .await
         .unwrap();
     assert_eq!(left.n, 0, "schema {schema} was not dropped");
+}
+
+/// The name the heading gives the schema or database the demo ran in.
+fn demo_namespace(table: &Table) -> &str {
+    table
+        .stdout
+        .split_whitespace()
+        .find(|word| word.starts_with("hookbox_demo_"))
+        .expect("the heading names the schema or database")
+        .trim_end_matches([',', ')'])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_on_mysql_applies_every_event_exactly_once_and_drops_its_database() {
+    let Some(url) = mysql_url().await else { return };
+    let dir = TempDir::new("demo");
+    let output = demo(&["--events", "300", "--store", &url], &dir.0);
+    assert_succeeded(&output);
+    let table = Table::parse(&output);
+    table.assert_exactly_once(300);
+    assert!(
+        table.stdout.contains("store MySQL (database "),
+        "{}",
+        table.stdout
+    );
+
+    let database = demo_namespace(&table);
+    let store = MysqlStore::connect(&url, MysqlOptions::new().with_max_connections(1))
+        .await
+        .unwrap();
+    let mut conn = store.connection().await.unwrap();
+    let left = diesel::sql_query(
+        "SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+    )
+    .bind::<Text, _>(database)
+    .get_result::<Count>(&mut *conn)
+    .await
+    .unwrap();
+    assert_eq!(left.n, 0, "database {database} was not dropped");
 }

@@ -31,17 +31,17 @@
 //!   modes replay;
 //! - `script`: the single-process run ([`run`]): the six handlers on SQLite, the
 //!   retention test, the crash test on a file, the sender's jitter;
-//! - [`pg`]: the same stream on Postgres with real concurrency;
+//! - [`server`]: the same stream on Postgres or MySQL/MariaDB with real concurrency;
 //! - `table`: the handler and crash tables both modes print; `schema`: the script's
 //!   tables for diesel, for both databases; `meta` ([`RunMeta`]) and `error`.
 #![forbid(unsafe_code)]
 
 mod error;
 mod meta;
-pub mod pg;
 mod schema;
 mod script;
 mod seed;
+pub mod server;
 mod table;
 
 pub use meta::RunMeta;

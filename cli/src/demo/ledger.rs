@@ -6,8 +6,9 @@
 //! `demo_applied` (one row per time an event was applied, like the seed's `applied`
 //! table), which is what the report counts.
 //!
-//! The SQL is written once, with Postgres' `$1` placeholders; SQLite reads the same
-//! numbers as `?1`.
+//! The SQL is written with Postgres' `$1` placeholders: SQLite reads the same numbers
+//! as `?1`, and MySQL's plain `?` takes the arguments in the order the numbers appear.
+//! MySQL has its own table definitions and upserts ([`Statements`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,11 +18,12 @@ use diesel::backend::{Backend, DieselReserveSpecialization};
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, HasSqlType, Text};
-use diesel_async::{AsyncPgConnection, RunQueryDsl as _};
+use diesel_async::{AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl as _};
 use hookbox_core::{
     Advance, Delivery, Handler, HandlerError, Inbox, InboxAdmin, Message, OutboxAdmin, OutboxStore,
     VersionGuard,
 };
+use hookbox_diesel_mysql::MysqlStore;
 use hookbox_diesel_pg::{PgStore, diesel, diesel_async};
 use hookbox_sqlite::SqliteStore;
 
@@ -29,21 +31,46 @@ use super::failure::Failure;
 use super::receipts;
 use super::traffic::{Change, Payload};
 
-/// The demo's tables, valid SQL on both SQLite and Postgres.
-const CREATE_TABLES: [&str; 2] = [
-    "CREATE TABLE demo_accounts (account TEXT PRIMARY KEY, \
-     credits BIGINT NOT NULL DEFAULT 0, plan TEXT, plan_version BIGINT NOT NULL DEFAULT 0)",
-    // no key on purpose: an event applied twice must show up as two rows
-    "CREATE TABLE demo_applied (event_id TEXT NOT NULL, outcome TEXT NOT NULL, \
-     forged BIGINT NOT NULL)",
-];
+/// The statements that differ between databases: the tables and the two upserts.
+pub(crate) struct Statements {
+    create_tables: [&'static str; 2],
+    credit: &'static str,
+    set_plan: &'static str,
+}
 
-const CREDIT: &str = "INSERT INTO demo_accounts (account, credits) VALUES ($1, $2) \
-     ON CONFLICT (account) DO UPDATE SET credits = demo_accounts.credits + excluded.credits";
+/// The demo's tables and upserts, valid SQL on both SQLite and Postgres.
+const STANDARD: Statements = Statements {
+    create_tables: [
+        "CREATE TABLE demo_accounts (account TEXT PRIMARY KEY, \
+         credits BIGINT NOT NULL DEFAULT 0, plan TEXT, plan_version BIGINT NOT NULL DEFAULT 0)",
+        // no key on purpose: an event applied twice must show up as two rows
+        "CREATE TABLE demo_applied (event_id TEXT NOT NULL, outcome TEXT NOT NULL, \
+         forged BIGINT NOT NULL)",
+    ],
+    credit: "INSERT INTO demo_accounts (account, credits) VALUES ($1, $2) \
+         ON CONFLICT (account) DO UPDATE SET credits = demo_accounts.credits + excluded.credits",
+    set_plan: "INSERT INTO demo_accounts (account, plan, plan_version) \
+         VALUES ($1, $2, $3) ON CONFLICT (account) \
+         DO UPDATE SET plan = excluded.plan, plan_version = excluded.plan_version",
+};
 
-const SET_PLAN: &str = "INSERT INTO demo_accounts (account, plan, plan_version) \
-     VALUES ($1, $2, $3) ON CONFLICT (account) \
-     DO UPDATE SET plan = excluded.plan, plan_version = excluded.plan_version";
+/// The same on MySQL and MariaDB: a key must have a bounded length (`VARCHAR`), and
+/// the upserts are `ON DUPLICATE KEY UPDATE`, repeating a parameter rather than
+/// `VALUES(col)` (deprecated in MySQL 8) or an `AS new` alias (not in MariaDB).
+const MYSQL: Statements = Statements {
+    create_tables: [
+        "CREATE TABLE demo_accounts (account VARCHAR(255) PRIMARY KEY, \
+         credits BIGINT NOT NULL DEFAULT 0, plan TEXT, plan_version BIGINT NOT NULL DEFAULT 0) \
+         ENGINE = InnoDB",
+        // no key on purpose: an event applied twice must show up as two rows
+        "CREATE TABLE demo_applied (event_id VARCHAR(255) NOT NULL, outcome TEXT NOT NULL, \
+         forged BIGINT NOT NULL) ENGINE = InnoDB",
+    ],
+    credit: "INSERT INTO demo_accounts (account, credits) VALUES ($1, $2) \
+         ON DUPLICATE KEY UPDATE credits = credits + $2",
+    set_plan: "INSERT INTO demo_accounts (account, plan, plan_version) VALUES ($1, $2, $3) \
+         ON DUPLICATE KEY UPDATE plan = $2, plan_version = $3",
+};
 
 const LOG: &str = "INSERT INTO demo_applied (event_id, outcome, forged) VALUES ($1, $2, $3)";
 
@@ -53,6 +80,7 @@ pub(crate) const PLAN_SET: &str = "plan_set";
 pub(crate) const STALE_REFUSED: &str = "stale_refused";
 
 /// A statement parameter.
+#[derive(Clone, Copy)]
 pub(crate) enum Arg<'a> {
     Text(&'a str),
     Int(i64),
@@ -69,6 +97,9 @@ struct Pair {
 
 /// Runs the demo's SQL on a store's connection, whichever database it is.
 pub(crate) trait DemoConn: Send {
+    /// The statements in this database's dialect.
+    const SQL: &'static Statements;
+
     /// Runs one statement whose parameters are written `$1`, `$2`, … in order.
     fn execute<'c>(
         &'c mut self,
@@ -83,30 +114,35 @@ pub(crate) trait DemoConn: Send {
     ) -> impl Future<Output = diesel::QueryResult<Vec<(String, i64)>>> + Send + 'c;
 }
 
-/// Binds `args` to `sql` as one query type, whatever their number.
-fn bound<'a, DB>(sql: String, args: &'a [Arg<'a>]) -> BoxedSqlQuery<'a, DB, SqlQuery>
+/// Binds `args` to `sql` in order as one query type, whatever their number.
+fn bound<'a, DB>(
+    sql: String,
+    args: impl IntoIterator<Item = Arg<'a>>,
+) -> BoxedSqlQuery<'a, DB, SqlQuery>
 where
     DB: Backend + DieselReserveSpecialization + HasSqlType<Text> + HasSqlType<BigInt>,
     &'a str: ToSql<Text, DB>,
     i64: ToSql<BigInt, DB>,
 {
-    args.iter().fold(
+    args.into_iter().fold(
         diesel::sql_query(sql).into_boxed(),
         |query, arg| match arg {
-            Arg::Text(text) => query.bind::<Text, _>(*text),
-            Arg::Int(int) => query.bind::<BigInt, _>(*int),
+            Arg::Text(text) => query.bind::<Text, _>(text),
+            Arg::Int(int) => query.bind::<BigInt, _>(int),
         },
     )
 }
 
 impl DemoConn for hookbox_sqlite::Conn {
+    const SQL: &'static Statements = &STANDARD;
+
     fn execute<'c>(
         &'c mut self,
         sql: &'c str,
         args: &'c [Arg<'c>],
     ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c {
         // SQLite numbers its parameters `?1`, `?2`, … where Postgres writes `$1`, `$2`, …
-        let query = bound::<diesel::sqlite::Sqlite>(sql.replace('$', "?"), args);
+        let query = bound::<diesel::sqlite::Sqlite>(sql.replace('$', "?"), args.iter().copied());
         query.execute(self)
     }
 
@@ -117,12 +153,14 @@ impl DemoConn for hookbox_sqlite::Conn {
 }
 
 impl DemoConn for AsyncPgConnection {
+    const SQL: &'static Statements = &STANDARD;
+
     fn execute<'c>(
         &'c mut self,
         sql: &'c str,
         args: &'c [Arg<'c>],
     ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c {
-        let query = bound::<diesel::pg::Pg>(sql.to_string(), args);
+        let query = bound::<diesel::pg::Pg>(sql.to_string(), args.iter().copied());
         query.execute(self)
     }
 
@@ -130,6 +168,55 @@ impl DemoConn for AsyncPgConnection {
         let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
         Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
     }
+}
+
+impl DemoConn for AsyncMysqlConnection {
+    const SQL: &'static Statements = &MYSQL;
+
+    fn execute<'c>(
+        &'c mut self,
+        sql: &'c str,
+        args: &'c [Arg<'c>],
+    ) -> impl Future<Output = diesel::QueryResult<usize>> + Send + 'c {
+        let (sql, order) = positional(sql);
+        // a `$n` with no argument is left unbound: the server refuses the statement
+        let args = order.into_iter().filter_map(|n| args.get(n).copied());
+        let query = bound::<diesel::mysql::Mysql>(sql, args);
+        query.execute(self)
+    }
+
+    async fn pairs<'c>(&'c mut self, sql: &'c str) -> diesel::QueryResult<Vec<(String, i64)>> {
+        let rows: Vec<Pair> = diesel::sql_query(sql).load(self).await?;
+        Ok(rows.into_iter().map(|p| (p.name, p.n)).collect())
+    }
+}
+
+/// Rewrites `$1`, `$2`, … into MySQL's `?` and returns, per `?` in order, the index
+/// of the argument it takes (a number may appear more than once).
+fn positional(sql: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut order = Vec::new();
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let mut n = 0usize;
+        let mut digits = 0;
+        while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+            n = n * 10 + d as usize;
+            digits += 1;
+            chars.next();
+        }
+        if digits == 0 {
+            out.push('$');
+        } else {
+            out.push('?');
+            order.push(n.saturating_sub(1));
+        }
+    }
+    (out, order)
 }
 
 /// A store the demo runs on: the hookbox traits on one connection type (with the
@@ -161,9 +248,17 @@ impl DemoStore<AsyncPgConnection> for PgStore {
     }
 }
 
+impl DemoStore<AsyncMysqlConnection> for MysqlStore {
+    type Pooled = hookbox_diesel_mysql::PooledConnection;
+
+    async fn checkout(&self) -> Result<Self::Pooled, Failure> {
+        Ok(self.connection().await?)
+    }
+}
+
 /// Creates the demo's tables (after the store's own migration).
 pub(crate) async fn create_tables<C: DemoConn>(conn: &mut C) -> Result<(), Failure> {
-    for sql in CREATE_TABLES {
+    for sql in C::SQL.create_tables {
         conn.execute(sql, &[]).await?;
     }
     Ok(())
@@ -192,14 +287,14 @@ where
     let account = payload.account.as_str();
     let outcome = match &payload.change {
         Change::Credit { amount } => {
-            conn.execute(CREDIT, &[Arg::Text(account), Arg::Int(*amount)])
+            conn.execute(C::SQL.credit, &[Arg::Text(account), Arg::Int(*amount)])
                 .await?;
             CREDITED
         }
         Change::Plan { plan, version } => match store.advance(conn, account, *version).await? {
             Advance::Applied => {
                 let args = [Arg::Text(account), Arg::Text(plan), Arg::Int(*version)];
-                conn.execute(SET_PLAN, &args).await?;
+                conn.execute(C::SQL.set_plan, &args).await?;
                 PLAN_SET
             }
             // an older update after a newer one: processed, not applied

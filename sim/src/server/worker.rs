@@ -24,17 +24,19 @@ use std::io;
 use std::str::FromStr;
 
 use hookbox_core::{DedupeKey, IdempotencyStore as _, ProcessError, Processed};
-use hookbox_diesel_pg::diesel_async::AsyncPgConnection;
-use hookbox_diesel_pg::{PgOptions, PgStore};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines, Stdin, Stdout};
 
-use super::db;
+use super::backend::{Backend, SimConn as _};
+use super::mysql::Mysql;
+use super::pg::Postgres;
+use super::{Server, server};
 use crate::error::failed;
 use crate::table::crash_label;
 
 /// The subcommand a worker binary runs the worker under: the parent starts
 /// `<worker_exe> sim-worker --schema <schema> --design <split|atomic>` with the
-/// server's URL in [`WORKER_URL_ENV`], and that command must call [`run_worker`].
+/// server's URL in [`WORKER_URL_ENV`] (and, on MySQL, the database's name as the
+/// schema), and that command must call [`run_worker`].
 pub const WORKER_SUBCOMMAND: &str = "sim-worker";
 
 /// The environment variable that hands the worker the server's URL: not an argument,
@@ -98,7 +100,11 @@ pub fn run_worker(url: &str, schema: &str, design: CrashDesign) -> io::Result<()
         .build()?;
     runtime.block_on(async {
         let mut stdout = tokio::io::stdout();
-        let result = serve(url, schema, design, &mut stdout).await;
+        let result = match server(url) {
+            Ok(Server::Postgres) => serve::<Postgres>(url, schema, design, &mut stdout).await,
+            Ok(Server::Mysql) => serve::<Mysql>(url, schema, design, &mut stdout).await,
+            Err(err) => Err(err),
+        };
         if let Err(err) = &result {
             let line = format!("error {}\n", err.to_string().replace('\n', " "));
             let _ = stdout.write_all(line.as_bytes()).await;
@@ -108,18 +114,13 @@ pub fn run_worker(url: &str, schema: &str, design: CrashDesign) -> io::Result<()
     })
 }
 
-async fn serve(
+async fn serve<B: Backend>(
     url: &str,
     schema: &str,
     design: CrashDesign,
     stdout: &mut Stdout,
 ) -> io::Result<()> {
-    let store = PgStore::connect(
-        url,
-        PgOptions::new().with_schema(schema).with_max_connections(1),
-    )
-    .await
-    .map_err(|e| failed("connecting to postgres", &e))?;
+    let store = B::store(url, schema, 1).await?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     say(stdout, "ready").await?;
     while let Some(line) = lines.next_line().await? {
@@ -131,8 +132,8 @@ async fn serve(
         };
         let acct: i32 = acct.parse().map_err(|_| protocol(&line))?;
         match design {
-            CrashDesign::Split => split(&store, id, acct, &mut lines, stdout).await?,
-            CrashDesign::Atomic => atomic(&store, id, acct, &mut lines, stdout).await?,
+            CrashDesign::Split => split::<B>(&store, id, acct, &mut lines, stdout).await?,
+            CrashDesign::Atomic => atomic::<B>(&store, id, acct, &mut lines, stdout).await?,
         }
     }
     Ok(())
@@ -140,31 +141,28 @@ async fn serve(
 
 /// The script's split design: `seen`, `mark` (its own commit), the crash point, then
 /// the credit and the applied row (autocommit each).
-async fn split(
-    store: &PgStore,
+async fn split<B: Backend>(
+    store: &B::Store,
     id: &str,
     acct: i32,
     lines: &mut Lines<BufReader<Stdin>>,
     stdout: &mut Stdout,
 ) -> io::Result<()> {
-    let mut conn = store
-        .connection()
-        .await
-        .map_err(|e| failed("taking a connection", &e))?;
+    let mut conn = B::connection(store).await?;
     let failed = |e: hookbox_diesel_pg::diesel::result::Error| failed("split design", &e);
-    if db::seen(&mut conn, id).await.map_err(failed)? {
+    if conn.seen(id).await.map_err(failed)? {
         return say(stdout, "dup").await; // already "processed": ack
     }
-    db::mark(&mut conn, id).await.map_err(failed)?; // the key commits on its own
+    conn.mark(id).await.map_err(failed)?; // the key commits on its own
     crash_point(lines, stdout).await?;
-    db::credit(&mut conn, id, acct).await.map_err(failed)?;
+    conn.credit(id, acct).await.map_err(failed)?;
     say(stdout, "ok").await
 }
 
 /// The atomic design: hookbox's `process_once`; the crash point is the start of the
 /// side effect, inside the transaction, right after the key's insert.
-async fn atomic(
-    store: &PgStore,
+async fn atomic<B: Backend>(
+    store: &B::Store,
     id: &str,
     acct: i32,
     lines: &mut Lines<BufReader<Stdin>>,
@@ -173,11 +171,11 @@ async fn atomic(
     let key = DedupeKey::new("sim-crash", "sim", id);
     let pipe = &mut *stdout;
     let outcome = store
-        .process_once(&key, async move |conn: &mut AsyncPgConnection| {
+        .process_once(&key, async move |conn: &mut B::Conn| {
             // waiting on the parent here is the crash injection, not a side effect: a
             // real one never awaits outside I/O in the transaction
             crash_point(lines, pipe).await?;
-            db::credit(conn, id, acct)
+            conn.credit(id, acct)
                 .await
                 .map_err(|e| failed("atomic design", &e))?;
             Ok(())

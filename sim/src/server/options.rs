@@ -1,4 +1,4 @@
-//! How the Postgres mode replays the stream: [`PgSimOptions`] and its defaults.
+//! How the server mode replays the stream: [`SimOptions`] and its defaults.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,11 +11,13 @@ pub const DEFAULT_IO_DELAY: Duration = Duration::from_millis(1);
 /// The default number of concurrent workers.
 pub const DEFAULT_WORKERS: usize = 4;
 
-/// How [`run`](super::run) replays the stream on Postgres.
+/// How [`run`](super::run) replays the stream on a server.
 #[derive(Debug, Clone)]
-pub struct PgSimOptions {
-    /// The server, `postgres://user[:password]@host[:port]/database`. Each handler and
-    /// crash design gets a fresh schema there, dropped at the end.
+pub struct SimOptions {
+    /// The server: `postgres://user[:password]@host[:port]/database` (each handler and
+    /// crash design gets a fresh schema in that database, dropped at the end) or
+    /// `mysql://…` / `mariadb://…` (a fresh database on that server each, dropped at
+    /// the end).
     pub url: String,
     /// Concurrent workers (at least 2, so that concurrent copies can meet): tasks with
     /// a connection each for the handlers, processes for the crash test.
@@ -31,7 +33,7 @@ pub struct PgSimOptions {
     pub events: Option<usize>,
 }
 
-impl PgSimOptions {
+impl SimOptions {
     /// Options with the defaults: [`DEFAULT_WORKERS`], [`DEFAULT_IO_DELAY`], the
     /// whole stream.
     pub fn new(url: impl Into<String>, worker_exe: impl Into<PathBuf>) -> Self {

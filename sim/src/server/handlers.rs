@@ -18,11 +18,11 @@ use hookbox_core::{
     VersionGuard as _,
 };
 use hookbox_diesel_pg::diesel::result::{DatabaseErrorKind, Error as DieselError};
-use hookbox_diesel_pg::{PgError, PgStore, PooledConnection};
 use tokio::task::JoinSet;
 
-use super::db::{self, Schema};
-use super::options::PgSimOptions;
+use super::backend::{Backend, SimConn};
+use super::namespace::Schema;
+use super::options::SimOptions;
 use crate::error::failed;
 use crate::seed::{Event, Group, Kind, Stream, enqueue, retry};
 use crate::table::{HandlerRow, Sent};
@@ -31,13 +31,13 @@ use crate::table::{HandlerRow, Sent};
 /// race is wrong (the server, the schema).
 const MAX_ATTEMPTS: u32 = 50;
 
-/// The handlers the Postgres mode replays: the broken check-then-insert and
+/// The handlers the server mode replays: the broken check-then-insert and
 /// hookbox's two correct designs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Handler {
     /// (b): SELECT the key, await I/O, apply, INSERT the key (a conflict answers 500).
     CheckThenInsert,
-    /// (c): `PgStore::process_once` with the side effect in its transaction.
+    /// (c): the store's `process_once` with the side effect in its transaction.
     Atomic,
     /// (d): (c) plus `VersionGuard::advance` for plan events.
     VersionGuard,
@@ -70,8 +70,8 @@ impl Handler {
 
 /// A worker: for (b) the connection it keeps for the whole run; (c)/(d) take one
 /// from the store's pool per delivery (the pool has one per worker).
-struct Worker {
-    conn: Option<PooledConnection>,
+struct Worker<B: Backend> {
+    conn: Option<B::Pooled>,
 }
 
 /// What a delivery answered: the status, and whether it made a stale write.
@@ -82,32 +82,27 @@ struct Answer {
 
 /// Replays the stream through `handler` on `schema` and counts the table row from
 /// the schema's rows.
-pub(super) async fn replay(
+pub(super) async fn replay<B: Backend>(
     handler: Handler,
     stream: &Stream,
-    options: &PgSimOptions,
-    schema: &Schema,
+    options: &SimOptions,
+    schema: &Schema<B>,
 ) -> io::Result<HandlerRow> {
     let store = schema.store(options.workers).await?;
     let events: Arc<[Event]> = stream.events.clone().into();
     let mut idle = Vec::with_capacity(options.workers);
     for _ in 0..options.workers {
         let conn = match handler {
-            Handler::CheckThenInsert => Some(
-                store
-                    .connection()
-                    .await
-                    .map_err(|e| failed("taking a worker's connection", &e))?,
-            ),
+            Handler::CheckThenInsert => Some(B::connection(&store).await?),
             Handler::Atomic | Handler::VersionGuard => None,
         };
-        idle.push(Worker { conn });
+        idle.push(Worker::<B> { conn });
     }
 
     let mut queue: VecDeque<Group> = stream.groups.iter().cloned().collect();
     let mut attempts: HashMap<usize, u32> = HashMap::new();
     let (mut deliveries, mut errors, mut stale_writes) = (0u64, 0u64, 0u64);
-    let mut running: JoinSet<(Worker, Group, u32, io::Result<Answer>)> = JoinSet::new();
+    let mut running: JoinSet<(Worker<B>, Group, u32, io::Result<Answer>)> = JoinSet::new();
     loop {
         // start every group at the head that has enough idle workers, in time order
         while queue
@@ -155,11 +150,7 @@ pub(super) async fn replay(
     }
     drop(idle);
 
-    let mut conn = store
-        .connection()
-        .await
-        .map_err(|e| failed("taking a connection", &e))?;
-    let end = db::end_rows(&mut conn).await?;
+    let end = B::connection(&store).await?.end_rows().await?;
     let sent = Sent {
         deliveries,
         errors,
@@ -169,10 +160,10 @@ pub(super) async fn replay(
 }
 
 /// Runs one delivery through `handler`.
-async fn deliver(
+async fn deliver<B: Backend>(
     handler: Handler,
-    store: &PgStore,
-    worker: &mut Worker,
+    store: &B::Store,
+    worker: &mut Worker<B>,
     e: &Event,
     io_delay: Duration,
 ) -> io::Result<Answer> {
@@ -181,12 +172,12 @@ async fn deliver(
             let Some(conn) = worker.conn.as_mut() else {
                 return Err(io::Error::other("(b) runs on a worker's own connection"));
             };
-            check_then_insert(conn, e, io_delay).await
+            check_then_insert(&mut **conn, e, io_delay).await
         }
         Handler::Atomic | Handler::VersionGuard => {
             // the await happens before the transaction, never inside it
             tokio::time::sleep(io_delay).await;
-            atomic(store, e, handler == Handler::VersionGuard).await
+            atomic::<B>(store, e, handler == Handler::VersionGuard).await
         }
     }
 }
@@ -194,20 +185,20 @@ async fn deliver(
 /// (b), the script's shape: the check and the mark are statements of their own, so
 /// two copies can both pass the check before either marks.
 async fn check_then_insert(
-    conn: &mut PooledConnection,
+    conn: &mut impl SimConn,
     e: &Event,
     io_delay: Duration,
 ) -> io::Result<Answer> {
     let failed = |err: DieselError| failed("(b) check-then-insert", &err);
-    if db::seen(conn, &e.id).await.map_err(failed)? {
+    if conn.seen(&e.id).await.map_err(failed)? {
         return Ok(Answer {
             status: 200,
             stale: false,
         });
     }
     tokio::time::sleep(io_delay).await;
-    let stale = db::apply_in_tx(conn, e).await.map_err(failed)?;
-    let status = match db::mark(conn, &e.id).await {
+    let stale = conn.apply_in_tx(e).await.map_err(failed)?;
+    let status = match conn.mark(&e.id).await {
         Ok(()) => 200,
         // the script's `catch { return 500; }`: the key is there, the credit too
         Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => 500,
@@ -218,7 +209,11 @@ async fn check_then_insert(
 
 /// (c) and (d): hookbox's `process_once`, the side effect on its connection inside
 /// its transaction; (d) advances the account's version first and skips a stale plan.
-async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<Answer> {
+async fn atomic<B: Backend>(
+    store: &B::Store,
+    e: &Event,
+    version_guard: bool,
+) -> io::Result<Answer> {
     let key = DedupeKey::new("sim", "sim", e.id.clone());
     let outcome = store
         .process_once(&key, async |conn| {
@@ -229,7 +224,7 @@ async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<A
                 }
             }
             // as the store's error, so a failure is classified as the store's own are
-            Ok(db::apply(conn, e).await.map_err(PgError::from)?)
+            Ok(conn.apply(e).await.map_err(B::Error::from)?)
         })
         .await;
     let (transient, err) = match outcome {
@@ -242,7 +237,7 @@ async fn atomic(store: &PgStore, e: &Event, version_guard: bool) -> io::Result<A
         }
         Err(ProcessError::Store(err)) => (err.is_transient(), failed("process_once", &err)),
         Err(ProcessError::SideEffect(err)) => (
-            err.downcast_ref::<PgError>()
+            err.downcast_ref::<B::Error>()
                 .is_some_and(|err| err.is_transient()),
             failed("process_once", err.as_error()),
         ),

@@ -14,10 +14,10 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinSet;
 
-use super::db::{self, Schema};
-use super::options::PgSimOptions;
+use super::backend::{Backend, SimConn as _};
+use super::namespace::Schema;
+use super::options::SimOptions;
 use super::worker::{CrashDesign, WORKER_SUBCOMMAND, WORKER_URL_ENV};
-use crate::error::failed;
 use crate::seed::{N_ACCOUNTS, keyed};
 use crate::table::CrashRow;
 
@@ -177,11 +177,11 @@ fn unexpected(line: &str) -> io::Error {
 }
 
 /// Runs the crash experiment for `design` over `n` events on `schema`.
-pub(super) async fn run(
+pub(super) async fn run<B: Backend>(
     design: CrashDesign,
     n: usize,
-    options: &PgSimOptions,
-    schema: &Schema,
+    options: &SimOptions,
+    schema: &Schema<B>,
 ) -> io::Result<CrashRow> {
     let spawner = Arc::new(Spawner {
         exe: options.worker_exe.clone(),
@@ -251,24 +251,17 @@ pub(super) async fn run(
     }
 
     let store = schema.store(1).await?;
-    let mut conn = store
-        .connection()
-        .await
-        .map_err(|e| failed("taking a connection", &e))?;
-    let applied = db::count(
-        &mut conn,
-        "SELECT count(DISTINCT event_id) AS n FROM applied",
-    )
-    .await?;
-    let keys = db::count(
-        &mut conn,
-        match design {
+    let mut conn = B::connection(&store).await?;
+    let applied = conn
+        .count("SELECT count(DISTINCT event_id) AS n FROM applied")
+        .await?;
+    let keys = conn
+        .count(match design {
             CrashDesign::Split => "SELECT count(*) AS n FROM processed_events",
             CrashDesign::Atomic => "SELECT count(*) AS n FROM hookbox_processed_keys",
-        },
-    )
-    .await?;
-    let ledger = db::ledger(&mut conn).await?;
+        })
+        .await?;
+    let ledger = conn.ledger().await?;
     let n = n as i64;
     Ok(CrashRow {
         n,
