@@ -1,7 +1,9 @@
 //! How fast the console's pages answer over a large inbox: 1,000,000 rows
 //! (`HOOKBOX_BENCH_ROWS` for another count), four providers, twenty event types,
-//! 80 % processed, 1 % dead letters, the rest pending; each page asked for through
-//! the router in-process (no network), after a warm-up. On SQLite always, and on
+//! 80 % processed, 1 % dead letters, the rest pending, received evenly over the
+//! last 24 hours (`HOOKBOX_BENCH_SPAN_SECS` for another span: 1000 puts every row
+//! in the overview's last hour); each page asked for through the router
+//! in-process (no network), after a warm-up. On SQLite always, and on
 //! PostgreSQL in a fresh schema when `HOOKBOX_PG_URL` answers.
 //!
 //! Prints a table per store and then one JSON object per line; the target is a
@@ -37,48 +39,67 @@ const ADMIN: &str = "bench-admin-token-0123456789";
 const TARGET: Duration = Duration::from_millis(100);
 const RUNS: usize = 15;
 
-/// Inserts rows `from..=to` in one statement (SQLite: times in microseconds).
+/// Inserts rows `from..=to` in one statement, `?4` microseconds apart from `?3`
+/// (SQLite: times in microseconds).
 const SQLITE_INSERT: &str = "INSERT INTO hookbox_inbox (source, provider, delivery_id, event_type, body, headers, \
      received_at, processed_at, attempts, last_error, next_attempt_at, dead_at) \
-     WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?) \
+     WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) \
      SELECT 'bench', \
        CASE i % 4 WHEN 0 THEN 'stripe' WHEN 1 THEN 'github' WHEN 2 THEN 'shopify' ELSE 'standard' END, \
        'evt_' || i, 'event.' || (i % 20), \
        CAST('{\"id\":\"evt_' || i || '\",\"amount\":' || (i % 1000) || '}' AS BLOB), '[]', \
-       ? + i * 1000, \
-       CASE WHEN i % 100 < 80 THEN ? + i * 1000 + 500 END, \
+       ?3 + i * ?4, \
+       CASE WHEN i % 100 < 80 THEN ?3 + i * ?4 + 500 END, \
        CASE WHEN i % 100 = 99 THEN 5 ELSE 0 END, \
        CASE WHEN i % 100 = 99 THEN 'handler failed: boom' END, \
-       ? + i * 1000, \
-       CASE WHEN i % 100 = 99 THEN ? + i * 1000 + 900 END \
+       ?3 + i * ?4, \
+       CASE WHEN i % 100 = 99 THEN ?3 + i * ?4 + 900 END \
      FROM n";
 
-/// The same rows on PostgreSQL, `$1..=$2`, one millisecond apart from `$3`.
+/// The same rows on PostgreSQL, `$1..=$2`, `$4` microseconds apart from `$3`.
 const PG_INSERT: &str = "INSERT INTO hookbox_inbox (source, provider, delivery_id, event_type, body, headers, \
      received_at, processed_at, attempts, last_error, next_attempt_at, dead_at) \
      SELECT 'bench', \
        CASE i % 4 WHEN 0 THEN 'stripe' WHEN 1 THEN 'github' WHEN 2 THEN 'shopify' ELSE 'standard' END, \
        'evt_' || i, 'event.' || (i % 20), \
        convert_to('{\"id\":\"evt_' || i || '\",\"amount\":' || (i % 1000) || '}', 'UTF8'), '[]', \
-       $3 + i * interval '1 millisecond', \
-       CASE WHEN i % 100 < 80 THEN $3 + i * interval '1 millisecond' + interval '500 microseconds' END, \
+       $3 + i * $4 * interval '1 microsecond', \
+       CASE WHEN i % 100 < 80 THEN $3 + i * $4 * interval '1 microsecond' + interval '500 microseconds' END, \
        CASE WHEN i % 100 = 99 THEN 5 ELSE 0 END, \
        CASE WHEN i % 100 = 99 THEN 'handler failed: boom' END, \
-       $3 + i * interval '1 millisecond', \
-       CASE WHEN i % 100 = 99 THEN $3 + i * interval '1 millisecond' + interval '900 microseconds' END \
+       $3 + i * $4 * interval '1 microsecond', \
+       CASE WHEN i % 100 = 99 THEN $3 + i * $4 * interval '1 microsecond' + interval '900 microseconds' END \
      FROM generate_series($1::bigint, $2::bigint) AS i";
 
 const BATCH: i64 = 100_000;
 
-fn start(rows: i64) -> hookbox_core::time::OffsetDateTime {
-    hookbox_core::time::OffsetDateTime::now_utc() - Duration::from_millis(rows as u64 + 60_000)
+/// How the rows are spread in time: `rows` of them, `step_us` apart.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    rows: i64,
+    step_us: i64,
 }
 
-async fn fill_sqlite(store: &SqliteStore, rows: i64) {
+impl Layout {
+    /// `rows` rows received evenly over `span_secs`, the newest a minute ago.
+    fn new(rows: i64, span_secs: i64) -> Self {
+        let step_us = (span_secs.saturating_mul(1_000_000) / rows.max(1)).max(1);
+        Self { rows, step_us }
+    }
+
+    /// When row 0 would have been received.
+    fn start(self) -> hookbox_core::time::OffsetDateTime {
+        let span = Duration::from_micros((self.rows * self.step_us) as u64);
+        hookbox_core::time::OffsetDateTime::now_utc() - span - Duration::from_secs(60)
+    }
+}
+
+async fn fill_sqlite(store: &SqliteStore, layout: Layout) {
     use hookbox_sqlite::diesel;
     use hookbox_sqlite::diesel::sql_types::BigInt;
     use hookbox_sqlite::diesel_async::RunQueryDsl as _;
-    let start_us = start(rows).unix_timestamp() * 1_000_000;
+    let start_us = layout.start().unix_timestamp() * 1_000_000;
+    let rows = layout.rows;
     let mut conn = store.connection().await.unwrap();
     let mut from = 1;
     while from <= rows {
@@ -87,9 +108,7 @@ async fn fill_sqlite(store: &SqliteStore, rows: i64) {
             .bind::<BigInt, _>(from)
             .bind::<BigInt, _>(to)
             .bind::<BigInt, _>(start_us)
-            .bind::<BigInt, _>(start_us)
-            .bind::<BigInt, _>(start_us)
-            .bind::<BigInt, _>(start_us)
+            .bind::<BigInt, _>(layout.step_us)
             .execute(&mut *conn)
             .await
             .unwrap();
@@ -99,11 +118,12 @@ async fn fill_sqlite(store: &SqliteStore, rows: i64) {
     // deployment's planner sees
 }
 
-async fn fill_postgres(store: &PgStore, rows: i64) {
+async fn fill_postgres(store: &PgStore, layout: Layout) {
     use hookbox_diesel_pg::diesel;
     use hookbox_diesel_pg::diesel::sql_types::{BigInt, Timestamptz};
     use hookbox_diesel_pg::diesel_async::RunQueryDsl as _;
-    let start = start(rows);
+    let start = layout.start();
+    let rows = layout.rows;
     let mut conn = store.connection().await.unwrap();
     let mut from = 1;
     while from <= rows {
@@ -112,6 +132,7 @@ async fn fill_postgres(store: &PgStore, rows: i64) {
             .bind::<BigInt, _>(from)
             .bind::<BigInt, _>(to)
             .bind::<Timestamptz, _>(start)
+            .bind::<BigInt, _>(layout.step_us)
             .execute(&mut *conn)
             .await
             .unwrap();
@@ -273,6 +294,15 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let span_secs: i64 = std::env::var("HOOKBOX_BENCH_SPAN_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(86_400);
+    let layout = Layout::new(rows, span_secs);
+    println!(
+        "{rows} rows over {span_secs} s ({} us apart)",
+        layout.step_us
+    );
     let mut lines = Vec::new();
 
     let dir = TempDir::new();
@@ -281,7 +311,7 @@ async fn main() {
         .unwrap();
     store.migrate().await.unwrap();
     let filling = Instant::now();
-    fill_sqlite(&store, rows).await;
+    fill_sqlite(&store, layout).await;
     println!(
         "sqlite: filled {rows} rows in {:.1} s",
         filling.elapsed().as_secs_f64()
@@ -295,7 +325,7 @@ async fn main() {
                 .unwrap();
             store.migrate().await.unwrap();
             let filling = Instant::now();
-            fill_postgres(&store, rows).await;
+            fill_postgres(&store, layout).await;
             println!(
                 "\npostgres: filled {rows} rows in {:.1} s",
                 filling.elapsed().as_secs_f64()

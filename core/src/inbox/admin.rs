@@ -44,6 +44,13 @@ pub trait InboxAdmin: Send + Sync {
     /// Returns the counts per provider and, for every minute from `since` (rounded
     /// down to its minute) to now, the rows received and processed in it.
     ///
+    /// A store may count a minute's processed rows among the rows received since
+    /// shortly before `since` only, so that the minutes cost the window's rows and
+    /// not the table's (`hookbox-sqlite` reads the ids above the first row received
+    /// five minutes before `since`): a row received earlier and processed in the
+    /// window, such as a dead letter replayed days later, is then in the counts per
+    /// provider but not in the minutes.
+    ///
     /// # Errors
     /// The database failed.
     fn overview(

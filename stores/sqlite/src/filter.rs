@@ -88,6 +88,28 @@ pub(crate) fn inbox_where(filter: &InboxFilter, cursor: Cursor) -> Where {
     }
 }
 
+/// A delivery id under every (source, provider) pair the inbox holds, as a lookup
+/// of the unique key `(source, provider, delivery_id)` per pair. The pairs are
+/// enumerated from that key by seeks, one per pair (a loose index scan: the next
+/// provider of this source, or else the first of the next source), so the cost is
+/// a few seeks per pair, whatever the table's size. Binds: the delivery id.
+const DELIVERY_ID_UNDER_EVERY_PAIR: &str = "(source, provider, delivery_id) IN ( \
+     WITH RECURSIVE pairs(source, provider) AS ( \
+       SELECT * FROM (SELECT source, provider FROM hookbox_inbox \
+         ORDER BY source, provider LIMIT 1) \
+       UNION ALL \
+       SELECT \
+         CASE WHEN (SELECT MIN(provider) FROM hookbox_inbox \
+             WHERE source = p.source AND provider > p.provider) IS NOT NULL \
+           THEN p.source \
+           ELSE (SELECT MIN(source) FROM hookbox_inbox WHERE source > p.source) END, \
+         COALESCE((SELECT MIN(provider) FROM hookbox_inbox \
+             WHERE source = p.source AND provider > p.provider), \
+           (SELECT MIN(provider) FROM hookbox_inbox WHERE source = \
+             (SELECT MIN(source) FROM hookbox_inbox WHERE source > p.source))) \
+       FROM pairs AS p WHERE p.source IS NOT NULL) \
+     SELECT source, provider, ? FROM pairs WHERE source IS NOT NULL)";
+
 /// `filter`'s conditions other than the body search.
 fn plain_inbox_where(filter: &InboxFilter, cursor: Cursor) -> Where {
     let mut clause = Where::default();
@@ -116,7 +138,14 @@ fn plain_inbox_where(filter: &InboxFilter, cursor: Cursor) -> Where {
         clause.push_bound("received_at < ?", Bind::BigInt(micros(before)));
     }
     if let Some(delivery_id) = &filter.delivery_id {
-        clause.push_bound("delivery_id = ?", Bind::Text(delivery_id.clone()));
+        let condition = if filter.source.is_some() && filter.provider.is_some() {
+            "delivery_id = ?"
+        } else {
+            // without its source and provider, a delivery id alone would scan the
+            // table: look it up under each stored (source, provider) pair instead
+            DELIVERY_ID_UNDER_EVERY_PAIR
+        };
+        clause.push_bound(condition, Bind::Text(delivery_id.clone()));
     }
     if let (Cursor::Keep, Some(before_id)) = (cursor, filter.before_id) {
         clause.push_bound("id < ?", Bind::BigInt(before_id));
