@@ -8,6 +8,10 @@ use std::time::Duration;
 pub const PG_URL_VAR: &str = "HOOKBOX_PG_URL";
 /// The server used when [`PG_URL_VAR`] is unset.
 pub const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The variable naming the MySQL or MariaDB server the MySQL rows use.
+pub const MYSQL_URL_VAR: &str = "HOOKBOX_MYSQL_URL";
+/// The server used when [`MYSQL_URL_VAR`] is unset.
+pub const DEFAULT_MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
 /// The variable naming the Redis server.
 pub const REDIS_URL_VAR: &str = "HOOKBOX_REDIS_URL";
 /// The server used when [`REDIS_URL_VAR`] is unset.

@@ -1,14 +1,16 @@
-//! The servers a bench runs against: a fresh Postgres schema with hookbox's tables,
-//! a Redis key prefix of the run's own, both removed at the end, and the facts their
-//! headers print.
+//! The servers a bench runs against: a fresh Postgres schema or MySQL database with
+//! hookbox's tables, a Redis key prefix of the run's own, all removed at the end, and
+//! the facts their headers print.
 
 use std::time::Duration;
 
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::{
-    AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
+    AsyncConnection as _, AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl as _,
+    SimpleAsyncConnection as _,
 };
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_redis_cache::redis;
 use hookbox_redis_cache::redis::aio::ConnectionManager;
@@ -111,6 +113,96 @@ impl PgSchema {
     pub async fn drop_schema(&self) -> Result<(), BoxErr> {
         let mut conn = AsyncPgConnection::establish(&self.url).await?;
         conn.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+            .await?;
+        Ok(())
+    }
+}
+
+/// A database of this run's own on a MySQL or MariaDB server, with hookbox's tables.
+#[derive(Debug, Clone)]
+pub struct MysqlDatabase {
+    /// The server's URL as given (naming some other database).
+    pub server: String,
+    /// The database, `<prefix><unique suffix>`.
+    pub name: String,
+}
+
+impl MysqlDatabase {
+    /// Connects to `url` (within 5 s), reads the server's version for the header,
+    /// creates the database `<prefix><unique suffix>` and migrates hookbox's tables
+    /// into it.
+    ///
+    /// # Errors
+    /// The server unreachable within 5 s, or a statement failing; a database created
+    /// before the failure is dropped again.
+    pub async fn create(url: &str, prefix: &str) -> Result<(Self, String), BoxErr> {
+        #[derive(QueryableByName)]
+        struct Version {
+            #[diesel(sql_type = Text)]
+            v: String,
+        }
+        let mut conn =
+            tokio::time::timeout(Duration::from_secs(5), AsyncMysqlConnection::establish(url))
+                .await
+                .map_err(|_| "no connection within 5 s")??;
+        let version = diesel::sql_query("SELECT VERSION() AS v")
+            .get_result::<Version>(&mut conn)
+            .await?
+            .v;
+        let database = Self {
+            server: url.to_string(),
+            name: format!("{prefix}{}", unique_suffix()),
+        };
+        conn.batch_execute(&format!("CREATE DATABASE `{}`", database.name))
+            .await?;
+        let migrated = async {
+            let store = database
+                .store(MysqlOptions::new().with_max_connections(1))
+                .await?;
+            store.migrate().await?;
+            Ok::<_, BoxErr>(())
+        };
+        if let Err(err) = migrated.await {
+            let _ = database.drop_database().await;
+            return Err(err);
+        }
+        Ok((database, format!("version={version}")))
+    }
+
+    /// The URL naming this database on the server (the server's URL with its
+    /// database replaced, its query kept).
+    pub fn url(&self) -> String {
+        let (base, query) = match self.server.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (self.server.as_str(), None),
+        };
+        let host_start = base.find("://").map_or(0, |i| i + 3);
+        let host_end = base[host_start..]
+            .find('/')
+            .map_or(base.len(), |i| host_start + i);
+        let mut url = format!("{}/{}", &base[..host_end], self.name);
+        if let Some(query) = query {
+            url.push('?');
+            url.push_str(query);
+        }
+        url
+    }
+
+    /// A store on the database, with `options` otherwise.
+    ///
+    /// # Errors
+    /// The store cannot connect.
+    pub async fn store(&self, options: MysqlOptions) -> Result<MysqlStore, BoxErr> {
+        Ok(MysqlStore::connect(&self.url(), options).await?)
+    }
+
+    /// Drops the database with everything in it.
+    ///
+    /// # Errors
+    /// The server unreachable, or the statement failing.
+    pub async fn drop_database(&self) -> Result<(), BoxErr> {
+        let mut conn = AsyncMysqlConnection::establish(&self.server).await?;
+        conn.batch_execute(&format!("DROP DATABASE IF EXISTS `{}`", self.name))
             .await?;
         Ok(())
     }

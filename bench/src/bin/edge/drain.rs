@@ -23,6 +23,8 @@ use hookbox_bench::BoxErr;
 use hookbox_bench::table::thousands;
 use hookbox_core::time::OffsetDateTime;
 use hookbox_core::{BatchLimits, Delivery, HandlerError, Inbox, InboxAdmin, WorkerOptions};
+use hookbox_diesel_mysql::MysqlStore;
+use hookbox_diesel_mysql::diesel_async::AsyncMysqlConnection;
 use hookbox_diesel_pg::PgStore;
 use hookbox_diesel_pg::diesel_async::AsyncPgConnection;
 use hookbox_sqlite::SqliteStore;
@@ -63,37 +65,40 @@ struct Count {
 /// round's rows, so the polling costs the database nothing while the worker runs.
 static SUCCEEDED: AtomicU64 = AtomicU64::new(0);
 
-/// The handler on SQLite: one ledger row, in the worker's transaction.
-pub(crate) async fn sqlite_ledger(
-    conn: &mut hookbox_sqlite::Conn,
-    delivery: &Delivery,
-) -> Result<(), HandlerError> {
-    diesel::insert_into(bench_ledger::table)
-        .values((
-            bench_ledger::delivery_id.eq(delivery.delivery_id()),
-            bench_ledger::applied_at.eq(OffsetDateTime::now_utc().unix_timestamp()),
-        ))
-        .execute(conn)
-        .await?;
-    SUCCEEDED.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+/// Defines `$name`, the handler on `$conn`: one ledger row, in the worker's
+/// transaction (the same query-builder insert on every store).
+macro_rules! ledger_handler {
+    ($(#[$doc:meta])* $name:ident, $conn:ty) => {
+        $(#[$doc])*
+        pub(crate) async fn $name(conn: &mut $conn, delivery: &Delivery) -> Result<(), HandlerError> {
+            diesel::insert_into(bench_ledger::table)
+                .values((
+                    bench_ledger::delivery_id.eq(delivery.delivery_id()),
+                    bench_ledger::applied_at.eq(OffsetDateTime::now_utc().unix_timestamp()),
+                ))
+                .execute(conn)
+                .await?;
+            SUCCEEDED.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    };
 }
 
-/// The handler on Postgres: one ledger row, in the worker's transaction.
-pub(crate) async fn pg_ledger(
-    conn: &mut AsyncPgConnection,
-    delivery: &Delivery,
-) -> Result<(), HandlerError> {
-    diesel::insert_into(bench_ledger::table)
-        .values((
-            bench_ledger::delivery_id.eq(delivery.delivery_id()),
-            bench_ledger::applied_at.eq(OffsetDateTime::now_utc().unix_timestamp()),
-        ))
-        .execute(conn)
-        .await?;
-    SUCCEEDED.fetch_add(1, Ordering::Relaxed);
-    Ok(())
-}
+ledger_handler!(
+    /// The handler on SQLite.
+    sqlite_ledger,
+    hookbox_sqlite::Conn
+);
+ledger_handler!(
+    /// The handler on Postgres.
+    pg_ledger,
+    AsyncPgConnection
+);
+ledger_handler!(
+    /// The handler on MySQL.
+    mysql_ledger,
+    AsyncMysqlConnection
+);
 
 /// A store with the bench's ledger table beside its inbox.
 pub(crate) trait LedgerStore: Inbox + InboxAdmin + Clone + Send + Sync + 'static {
@@ -103,37 +108,31 @@ pub(crate) trait LedgerStore: Inbox + InboxAdmin + Clone + Send + Sync + 'static
     fn ledger_lines(&self) -> impl Future<Output = Result<u64, BoxErr>> + Send;
 }
 
-impl LedgerStore for SqliteStore {
-    async fn create_ledger(&self) -> Result<(), BoxErr> {
-        diesel::sql_query(LEDGER)
-            .execute(&mut *self.connection().await?)
-            .await?;
-        Ok(())
-    }
+/// Implements [`LedgerStore`] for `$store` (each store hands out its own pooled
+/// connection type, so one impl per store).
+macro_rules! ledger_store {
+    ($store:ty) => {
+        impl LedgerStore for $store {
+            async fn create_ledger(&self) -> Result<(), BoxErr> {
+                diesel::sql_query(LEDGER)
+                    .execute(&mut *self.connection().await?)
+                    .await?;
+                Ok(())
+            }
 
-    async fn ledger_lines(&self) -> Result<u64, BoxErr> {
-        let count = diesel::sql_query(COUNT)
-            .get_result::<Count>(&mut *self.connection().await?)
-            .await?;
-        Ok(u64::try_from(count.n)?)
-    }
+            async fn ledger_lines(&self) -> Result<u64, BoxErr> {
+                let count = diesel::sql_query(COUNT)
+                    .get_result::<Count>(&mut *self.connection().await?)
+                    .await?;
+                Ok(u64::try_from(count.n)?)
+            }
+        }
+    };
 }
 
-impl LedgerStore for PgStore {
-    async fn create_ledger(&self) -> Result<(), BoxErr> {
-        diesel::sql_query(LEDGER)
-            .execute(&mut *self.connection().await?)
-            .await?;
-        Ok(())
-    }
-
-    async fn ledger_lines(&self) -> Result<u64, BoxErr> {
-        let count = diesel::sql_query(COUNT)
-            .get_result::<Count>(&mut *self.connection().await?)
-            .await?;
-        Ok(u64::try_from(count.n)?)
-    }
-}
+ledger_store!(SqliteStore);
+ledger_store!(PgStore);
+ledger_store!(MysqlStore);
 
 /// Batched or per-row.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -19,9 +19,11 @@
 //! - the **edge in inbox mode** (`Webhook::inbox(Standard, store).into_router(…)`)
 //!   for **fresh** deliveries (each request a new `webhook-id`) and **duplicates**
 //!   (the same 16 stored deliveries sent again), on SQLite (a temporary file, the
-//!   store's defaults: `synchronous = FULL`, 4 connections) and Postgres
+//!   store's defaults: `synchronous = FULL`, 4 connections), Postgres
 //!   (`HOOKBOX_PG_URL`, default `postgres://postgres@127.0.0.1:5432/test`, a fresh
-//!   schema dropped at the end, the store's default pool of 8), each without and with
+//!   schema dropped at the end, the store's default pool of 8) and MySQL or MariaDB
+//!   (`HOOKBOX_MYSQL_URL`, default `mysql://root@127.0.0.1:3306/test`, a fresh
+//!   database dropped at the end, the store's defaults), each without and with
 //!   the Redis cache (`HOOKBOX_REDIS_URL`, default `redis://127.0.0.1:6379`, a
 //!   per-run key prefix deleted at the end);
 //! - the store's own **`Inbox::receive`** rate at the same concurrency, without
@@ -49,7 +51,7 @@
 //!
 //! Run: `cargo run --release -p hookbox-bench --bin hookbox-bench-http`
 //! (`HOOKBOX_BENCH_ONLY=bare,sqlite` limits the run to those sections of `bare`,
-//! `sqlite`, `postgres`, `worker`; `HOOKBOX_BENCH_JSON=<file>` appends one JSON
+//! `sqlite`, `postgres`, `mysql`, `worker`; `HOOKBOX_BENCH_JSON=<file>` appends one JSON
 //! object per row: `row`, `store`, `commit`, `cache`, `kind`, `conns`, `acks_per_s`,
 //! `p50_ms`, `p99_ms`, `mean_batch`; `HOOKBOX_BENCH_DRAIN_ROWS` the rows of a
 //! batched worker round, default 20,000; `HOOKBOX_BENCH_WORKER_CONCURRENCY` the
@@ -58,7 +60,7 @@
 //! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_PG_WRITERS` the
 //! Postgres store's group-commit writer tasks, default 4; `HOOKBOX_BENCH_DIR` the directory
 //! for the SQLite file; `HOOKBOX_REQUIRE_SERVICES=1` fails instead of skipping when
-//! Postgres or Redis is unreachable).
+//! Postgres, MySQL or Redis is unreachable).
 #![allow(clippy::print_stdout)] // printing the table is this binary's job
 
 use std::path::Path;
@@ -68,9 +70,10 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderValue, header};
 use hookbox_bench::env::{
-    self, DEFAULT_PG_URL, DEFAULT_REDIS_URL, PG_URL_VAR, REDIS_URL_VAR, TempDir, unique_suffix,
+    self, DEFAULT_MYSQL_URL, DEFAULT_PG_URL, DEFAULT_REDIS_URL, MYSQL_URL_VAR, PG_URL_VAR,
+    REDIS_URL_VAR, TempDir, unique_suffix,
 };
-use hookbox_bench::services::{PgSchema, Redis, skipped, without_credentials};
+use hookbox_bench::services::{MysqlDatabase, PgSchema, Redis, skipped, without_credentials};
 use hookbox_bench::{BoxErr, host};
 use hookbox_core::bytes::Bytes;
 use hookbox_core::time::OffsetDateTime;
@@ -78,6 +81,8 @@ use hookbox_core::{
     CommitMode, Delivery, Inbox, Provider as _, Received, Signer as _, VerifiedDelivery,
     error_chain,
 };
+use hookbox_diesel_mysql::diesel_async::AsyncMysqlConnection;
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::diesel_async::AsyncPgConnection;
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -265,6 +270,26 @@ async fn pg_setup(url: &str, settings: &[&str]) -> Result<(PgSchema, PgStore, St
     Ok((schema, store, facts.join(", ")))
 }
 
+/// A database of the run's own on the MySQL server at `url`, its store (the store's
+/// defaults) and the header's facts.
+async fn mysql_setup(url: &str) -> Result<(MysqlDatabase, MysqlStore, String), BoxErr> {
+    let (database, version) = MysqlDatabase::create(url, "hb_bench_http_").await?;
+    let store = match database.store(MysqlOptions::new()).await {
+        Ok(store) => store,
+        Err(err) => {
+            let _ = database.drop_database().await;
+            return Err(err);
+        }
+    };
+    let pool = store.options().max_connections();
+    let writers = store.options().group_commit_writers();
+    Ok((
+        database,
+        store,
+        format!("{version}, pool {pool} (the store's default), {writers} group-commit writers"),
+    ))
+}
+
 fn runtime(name: &str) -> Result<Runtime, BoxErr> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKER_THREADS)
@@ -305,7 +330,7 @@ fn sqlite_section(ctx: &Ctx, dir: &Path) -> Result<(), BoxErr> {
 }
 
 /// Which sections `HOOKBOX_BENCH_ONLY` (a comma-separated subset of `bare`,
-/// `sqlite`, `postgres`) asks for; all when unset.
+/// `sqlite`, `postgres`, `mysql`, `worker`) asks for; all when unset.
 fn only(section: &str) -> bool {
     std::env::var("HOOKBOX_BENCH_ONLY").map_or(true, |only| {
         only.split(',').any(|name| name.trim() == section)
@@ -354,6 +379,12 @@ fn main() -> Result<(), BoxErr> {
         Err(err) => (None, skipped("Postgres", &pg_url, PG_URL_VAR, &err)?),
     };
 
+    let mysql_url = env::var_or(MYSQL_URL_VAR, DEFAULT_MYSQL_URL);
+    let (mysql, mysql_facts) = match ctx.server_rt.block_on(mysql_setup(&mysql_url)) {
+        Ok((database, store, facts)) => (Some((database, store)), facts),
+        Err(err) => (None, skipped("MySQL", &mysql_url, MYSQL_URL_VAR, &err)?),
+    };
+
     println!(
         "hookbox HTTP edge benchmark: requests/s and ack latency over loopback, beside a bare axum handler"
     );
@@ -391,6 +422,10 @@ fn main() -> Result<(), BoxErr> {
         dir.path().display()
     );
     println!("postgres: {}: {pg_facts}", without_credentials(&pg_url));
+    println!(
+        "mysql:    {}: {mysql_facts}",
+        without_credentials(&mysql_url)
+    );
     println!("redis:    {redis_facts}");
     println!();
     Table::print_header();
@@ -439,6 +474,29 @@ fn main() -> Result<(), BoxErr> {
                 None => println!("{:<26} (skipped: server unreachable)", "postgres"),
             }
         }
+        if only("mysql") {
+            match &mysql {
+                Some((database, store)) => {
+                    let per_request = ctx.server_rt.block_on(
+                        database
+                            .store(MysqlOptions::new().with_commit_mode(CommitMode::PerRequest)),
+                    )?;
+                    ctx.commit_section(
+                        ("mysql group", "mysql per-request"),
+                        store.clone(),
+                        per_request,
+                        MysqlStore::group_commit_stats,
+                    )?;
+                    ctx.store_section("mysql", store.clone())?;
+                    ctx.worker_section(
+                        "mysql",
+                        store.clone(),
+                        async |_conn: &mut AsyncMysqlConnection, _delivery: &Delivery| Ok(()),
+                    )?;
+                }
+                None => println!("{:<26} (skipped: server unreachable)", "mysql"),
+            }
+        }
         if only("worker") {
             println!();
             drain::print_header();
@@ -462,6 +520,22 @@ fn main() -> Result<(), BoxErr> {
                 }
                 None => println!("{:<26} (skipped: server unreachable)", "postgres worker"),
             }
+            match &mysql {
+                Some((database, _)) => {
+                    // a database of its own, as Postgres's schema above
+                    let (drain_database, _) = ctx
+                        .server_rt
+                        .block_on(MysqlDatabase::create(&database.server, "hb_bench_drain_"))?;
+                    let drained = ctx
+                        .server_rt
+                        .block_on(drain_database.store(MysqlOptions::new()));
+                    let result = drained
+                        .and_then(|store| ctx.drain_section("mysql", store, drain::mysql_ledger));
+                    let _ = ctx.server_rt.block_on(drain_database.drop_database());
+                    result?;
+                }
+                None => println!("{:<26} (skipped: server unreachable)", "mysql worker"),
+            }
         }
         Ok(())
     })();
@@ -480,6 +554,13 @@ fn main() -> Result<(), BoxErr> {
         match ctx.server_rt.block_on(schema.drop_schema()) {
             Ok(()) => println!("postgres: schema {} dropped", schema.name),
             Err(err) => println!("postgres: could not drop schema {}: {err}", schema.name),
+        }
+    }
+    if let Some((database, store)) = mysql {
+        drop(store);
+        match ctx.server_rt.block_on(database.drop_database()) {
+            Ok(()) => println!("mysql: database {} dropped", database.name),
+            Err(err) => println!("mysql: could not drop database {}: {err}", database.name),
         }
     }
     if let Err(err) = result {
