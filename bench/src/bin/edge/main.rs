@@ -58,7 +58,8 @@
 //! worker's batches at once, default the store's)
 //! (`HOOKBOX_BENCH_CELL_MS` sets a cell's measured length, default 2000;
 //! `HOOKBOX_BENCH_WARM_MS` its warm-up, default 300; `HOOKBOX_BENCH_PG_WRITERS` the
-//! Postgres store's group-commit writer tasks, default 4; `HOOKBOX_BENCH_DIR` the directory
+//! Postgres store's group-commit writer tasks, default 4, `HOOKBOX_BENCH_MYSQL_WRITERS` the
+//! MySQL store's; `HOOKBOX_BENCH_DIR` the directory
 //! for the SQLite file; `HOOKBOX_REQUIRE_SERVICES=1` fails instead of skipping when
 //! Postgres, MySQL or Redis is unreachable).
 #![allow(clippy::print_stdout)] // printing the table is this binary's job
@@ -271,10 +272,15 @@ async fn pg_setup(url: &str, settings: &[&str]) -> Result<(PgSchema, PgStore, St
 }
 
 /// A database of the run's own on the MySQL server at `url`, its store (the store's
-/// defaults) and the header's facts.
+/// defaults, and `HOOKBOX_BENCH_MYSQL_WRITERS` group-commit writers, when set) and
+/// the header's facts.
 async fn mysql_setup(url: &str) -> Result<(MysqlDatabase, MysqlStore, String), BoxErr> {
     let (database, version) = MysqlDatabase::create(url, "hb_bench_http_").await?;
-    let store = match database.store(MysqlOptions::new()).await {
+    let mut options = MysqlOptions::new();
+    if let Ok(writers) = std::env::var("HOOKBOX_BENCH_MYSQL_WRITERS") {
+        options = options.with_group_commit_writers(writers.parse()?);
+    }
+    let store = match database.store(options).await {
         Ok(store) => store,
         Err(err) => {
             let _ = database.drop_database().await;
