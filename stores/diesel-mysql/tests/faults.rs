@@ -17,13 +17,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::server::PrivateServer;
 use hookbox_core::testing::delivery;
 use hookbox_core::{CommitMode, Inbox, InboxAdmin as _, InboxFilter, Received, StoreError};
 use hookbox_diesel_mysql::diesel_async::{
     AsyncConnection as _, AsyncMysqlConnection, SimpleAsyncConnection as _,
 };
 use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
+use hookbox_testkit::mysql_server::PrivateServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_server_loses_no_acknowledged_delivery_and_the_store_resumes() {

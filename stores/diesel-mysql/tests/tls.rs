@@ -18,11 +18,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::server::PrivateServer;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use hookbox_core::{DedupeKey, IdempotencyStore, Processed, StoreError};
 use hookbox_diesel_mysql::{MysqlError, MysqlOptions, MysqlStore, SslMode, diesel, diesel_async};
+use hookbox_testkit::mysql_server::PrivateServer;
 
 #[derive(diesel::QueryableByName)]
 struct Status {

@@ -7,7 +7,7 @@ use diesel::dsl::sql;
 use diesel::expression::BoxableExpression;
 use diesel::pg::Pg;
 use diesel::prelude::*;
-use diesel::sql_types::{Bool, Bytea};
+use diesel::sql_types::{Bool, Bytea, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use hookbox_core::{BODY_SEARCH_WINDOW, DeliveryState, InboxFilter, MessageState, OutboxFilter};
 
@@ -96,13 +96,43 @@ fn plain_inbox_condition(filter: &InboxFilter, cursor: Cursor) -> InboxCondition
         condition = Box::new(condition.and(inbox::received_at.lt(before)));
     }
     if let Some(delivery_id) = &filter.delivery_id {
-        condition = Box::new(condition.and(inbox::delivery_id.eq(delivery_id.clone())));
+        condition = if filter.source.is_some() && filter.provider.is_some() {
+            Box::new(condition.and(inbox::delivery_id.eq(delivery_id.clone())))
+        } else {
+            // without its source and provider, a delivery id alone would scan the
+            // table: look it up under each stored (source, provider) pair instead
+            Box::new(
+                condition.and(
+                    sql::<Bool>(DELIVERY_ID_UNDER_EVERY_PAIR)
+                        .bind::<Text, _>(delivery_id.clone())
+                        .sql("::text FROM pairs)"),
+                ),
+            )
+        };
     }
     if let (Cursor::Keep, Some(before_id)) = (cursor, filter.before_id) {
         condition = Box::new(condition.and(inbox::id.lt(before_id)));
     }
     condition
 }
+
+/// A delivery id under every (source, provider) pair the inbox holds, as a lookup
+/// of the unique key `(source, provider, delivery_id)` per pair. The pairs are
+/// enumerated from that key by one index seek each (a loose index scan: the first
+/// pair after the previous one), so the cost is a seek per pair, whatever the
+/// table's size; no index on `delivery_id` alone is written by every receive. The
+/// caller binds the delivery id and closes the statement (`::text FROM pairs)`).
+const DELIVERY_ID_UNDER_EVERY_PAIR: &str = "(hookbox_inbox.source, hookbox_inbox.provider, \
+       hookbox_inbox.delivery_id) IN ( \
+     WITH RECURSIVE pairs(source, provider) AS ( \
+       (SELECT i.source, i.provider FROM hookbox_inbox i \
+         ORDER BY i.source, i.provider LIMIT 1) \
+       UNION ALL \
+       SELECT next.source, next.provider FROM pairs p CROSS JOIN LATERAL ( \
+         SELECT i.source, i.provider FROM hookbox_inbox i \
+         WHERE (i.source, i.provider) > (p.source, p.provider) \
+         ORDER BY i.source, i.provider LIMIT 1) next) \
+     SELECT source, provider, ";
 
 /// A value bound into an outbox condition.
 pub(crate) enum OutboxBind {

@@ -14,7 +14,6 @@ use hookbox_core::{BoxFuture, GroupCommitStats};
 use hookbox_diesel_mysql::{MysqlError, MysqlOptions, MysqlStore, diesel, diesel_async};
 
 mod harness;
-pub mod server;
 // the conformance suites' binaries only
 #[allow(unused_imports)]
 pub use harness::{
