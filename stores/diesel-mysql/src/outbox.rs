@@ -127,6 +127,71 @@ async fn settle_one(
     Ok(settled == 1)
 }
 
+/// A row's seq and lease token, as [`settle_sent`]'s locking read returns them.
+#[derive(QueryableByName)]
+struct HeldLease {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    lease_token: Option<i64>,
+}
+
+/// Settles `sent` (each with its index in the caller's batch) as sent at `now`, in
+/// the caller's transaction, and returns for each index whether its lease was still
+/// held. Two statements whatever the count: a locking read of the rows (it waits for
+/// a concurrent lease of one of them to commit, as [`SETTLE`] does, and keeps them
+/// until the caller commits), then one `UPDATE` of the rows whose token still
+/// matches.
+async fn settle_sent(
+    conn: &mut AsyncMysqlConnection,
+    sent: &[(usize, Lease)],
+    now: OffsetDateTime,
+) -> QueryResult<Vec<(usize, bool)>> {
+    if sent.is_empty() {
+        return Ok(Vec::new());
+    }
+    // seqs are integers: nothing to escape
+    let list = |seqs: &mut dyn Iterator<Item = i64>| {
+        seqs.map(|seq| seq.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let current: Vec<HeldLease> = diesel::sql_query(format!(
+        "SELECT seq, lease_token FROM hookbox_outbox \
+         WHERE seq IN ({}) AND sent_at IS NULL AND dead_at IS NULL \
+         ORDER BY seq FOR UPDATE",
+        list(&mut sent.iter().map(|(_, lease)| lease.seq))
+    ))
+    .load(conn)
+    .await?;
+    let outcome: Vec<(usize, bool)> = sent
+        .iter()
+        .map(|(i, lease)| {
+            let held = current
+                .iter()
+                .any(|row| row.seq == lease.seq && row.lease_token == Some(lease.token));
+            (*i, held)
+        })
+        .collect();
+    let held_seqs: Vec<i64> = sent
+        .iter()
+        .zip(&outcome)
+        .filter(|(_, (_, held))| *held)
+        .map(|((_, lease), _)| lease.seq)
+        .collect();
+    if !held_seqs.is_empty() {
+        diesel::sql_query(format!(
+            "UPDATE hookbox_outbox SET sent_at = ?, leased_until = NULL, lease_token = NULL \
+             WHERE seq IN ({})",
+            list(&mut held_seqs.iter().copied())
+        ))
+        .bind::<Datetime, _>(now)
+        .execute(conn)
+        .await?;
+    }
+    Ok(outcome)
+}
+
 /// A dead letter made of a row whose headers cannot be read back, so it holds up
 /// neither the relay nor the later messages of its ordering key.
 const BURY: &str = "UPDATE hookbox_outbox SET \
@@ -304,9 +369,23 @@ impl OutboxStore for MysqlStore {
             self.with_connection(async move |conn| {
                 // one transaction: the batch is recorded whole or not at all
                 conn.transaction(async |conn| {
-                    let mut held = Vec::with_capacity(settlements.len());
-                    for (lease, settlement) in settlements {
-                        held.push(settle_one(conn, *lease, *settlement, now).await?);
+                    let mut held = vec![false; settlements.len()];
+                    // the sends that went (nearly all of a batch): two statements for
+                    // the lot rather than one round trip each, so a settle is short
+                    // and a relay that dies has little sent and not yet recorded
+                    let sent: Vec<(usize, Lease)> = settlements
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, (_, settlement))| matches!(settlement, Settlement::Sent))
+                        .map(|(i, (lease, _))| (i, *lease))
+                        .collect();
+                    for (i, was_held) in settle_sent(conn, &sent, now).await? {
+                        held[i] = was_held;
+                    }
+                    for (i, (lease, settlement)) in settlements.iter().enumerate() {
+                        if !matches!(settlement, Settlement::Sent) {
+                            held[i] = settle_one(conn, *lease, *settlement, now).await?;
+                        }
                     }
                     Ok::<_, diesel::result::Error>(held)
                 })
