@@ -3,14 +3,16 @@
 //! 80 % processed, 1 % dead letters, the rest pending, received evenly over the
 //! last 24 hours (`HOOKBOX_BENCH_SPAN_SECS` for another span: 1000 puts every row
 //! in the overview's last hour); each page asked for through the router
-//! in-process (no network), after a warm-up. On SQLite always, and on
-//! PostgreSQL in a fresh schema when `HOOKBOX_PG_URL` answers.
+//! in-process (no network), after a warm-up. On SQLite always, on PostgreSQL in a
+//! fresh schema when `HOOKBOX_PG_URL` answers, and on MySQL or MariaDB in a database
+//! of its own when `HOOKBOX_MYSQL_URL` answers.
 //!
 //! Prints a table per store and then one JSON object per line; the target is a
 //! deliveries page with a filter in under 100 ms.
 //!
 //! ```text
 //! HOOKBOX_PG_URL=postgres://postgres@127.0.0.1:5432/test \
+//! HOOKBOX_MYSQL_URL=mysql://root@127.0.0.1:3306/test \
 //!   cargo bench -p hookbox-console --bench deliveries_page
 //! ```
 #![allow(
@@ -27,6 +29,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use hookbox_console::{Console, ConsoleAuth, ConsoleStore};
 use hookbox_core::{InboxAdmin, InboxFilter};
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_sqlite::testing::TempDir;
 use hookbox_sqlite::{SqliteOptions, SqliteStore};
@@ -70,6 +73,41 @@ const PG_INSERT: &str = "INSERT INTO hookbox_inbox (source, provider, delivery_i
        $3 + i * $4 * interval '1 microsecond', \
        CASE WHEN i % 100 = 99 THEN $3 + i * $4 * interval '1 microsecond' + interval '900 microseconds' END \
      FROM generate_series($1::bigint, $2::bigint) AS i";
+
+/// The same rows on MySQL, `{from}..={to}` (integers the bench formats in: MySQL
+/// has no `generate_series`, and a recursive CTE stops at 1,000 rows on MySQL 8;
+/// the ids are given, as InnoDB's bulk inserts may leave gaps between statements),
+/// `{step}` microseconds apart from `{start}` (unix microseconds; `DATETIME`
+/// arithmetic, so no session time zone enters).
+fn mysql_insert(from: i64, to: i64, start_us: i64, step_us: i64) -> String {
+    let digit = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 \
+         UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 \
+         UNION ALL SELECT 8 UNION ALL SELECT 9)";
+    let at = |extra_us: i64| {
+        format!(
+            "TIMESTAMPADD(MICROSECOND, {start_us} + i * {step_us} + {extra_us}, \
+             '1970-01-01 00:00:00')"
+        )
+    };
+    format!(
+        "INSERT INTO hookbox_inbox (id, source, provider, delivery_id, event_type, body, headers, \
+           received_at, processed_at, attempts, last_error, next_attempt_at, dead_at) \
+         SELECT i, 'bench', ELT(1 + i % 4, 'stripe', 'github', 'shopify', 'standard'), \
+           CONCAT('evt_', i), CONCAT('event.', i % 20), \
+           CONCAT('{{\"id\":\"evt_', i, '\",\"amount\":', i % 1000, '}}'), '[]', \
+           {received}, CASE WHEN i % 100 < 80 THEN {processed} END, \
+           CASE WHEN i % 100 = 99 THEN 5 ELSE 0 END, \
+           CASE WHEN i % 100 = 99 THEN 'handler failed: boom' END, \
+           {received}, CASE WHEN i % 100 = 99 THEN {dead} END \
+         FROM (SELECT {from} + d0.d + 10 * d1.d + 100 * d2.d + 1000 * d3.d + 10000 * d4.d \
+                 AS i \
+               FROM {digit} d0, {digit} d1, {digit} d2, {digit} d3, {digit} d4) n \
+         WHERE i <= {to} ORDER BY i",
+        received = at(0),
+        processed = at(500),
+        dead = at(900),
+    )
+}
 
 const BATCH: i64 = 100_000;
 
@@ -116,6 +154,28 @@ async fn fill_sqlite(store: &SqliteStore, layout: Layout) {
     }
     // no ANALYZE: hookbox-sqlite does not run one, so the planner sees what a
     // deployment's planner sees
+}
+
+async fn fill_mysql(store: &MysqlStore, layout: Layout) {
+    use hookbox_diesel_mysql::diesel;
+    use hookbox_diesel_mysql::diesel_async::RunQueryDsl as _;
+    let start_us = layout.start().unix_timestamp() * 1_000_000;
+    let rows = layout.rows;
+    let mut conn = store.connection().await.unwrap();
+    let mut from = 1;
+    while from <= rows {
+        let to = (from + BATCH - 1).min(rows);
+        diesel::sql_query(mysql_insert(from, to, start_us, layout.step_us))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        from = to + 1;
+    }
+    // what InnoDB's persistent statistics do soon after a load this size
+    diesel::sql_query("ANALYZE TABLE hookbox_inbox")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
 }
 
 async fn fill_postgres(store: &PgStore, layout: Layout) {
@@ -334,6 +394,24 @@ async fn main() {
         }
     } else {
         println!("\npostgres: skipped (HOOKBOX_PG_URL not set)");
+    }
+
+    if std::env::var("HOOKBOX_MYSQL_URL").is_ok_and(|url| !url.is_empty()) {
+        if let Some(database) = hookbox_testkit::MysqlDatabase::create().await {
+            let store = MysqlStore::connect(&database.url(), MysqlOptions::new())
+                .await
+                .unwrap();
+            store.migrate().await.unwrap();
+            let filling = Instant::now();
+            fill_mysql(&store, layout).await;
+            println!(
+                "\nmysql: filled {rows} rows in {:.1} s",
+                filling.elapsed().as_secs_f64()
+            );
+            lines.extend(measure("mysql", store, rows).await);
+        }
+    } else {
+        println!("\nmysql: skipped (HOOKBOX_MYSQL_URL not set)");
     }
 
     println!();

@@ -7,7 +7,7 @@ use diesel::dsl::sql;
 use diesel::expression::BoxableExpression;
 use diesel::mysql::Mysql;
 use diesel::prelude::*;
-use diesel::sql_types::{Blob, Bool};
+use diesel::sql_types::{Blob, Bool, Text};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 use hookbox_core::{BODY_SEARCH_WINDOW, DeliveryState, InboxFilter, MessageState, OutboxFilter};
 
@@ -36,7 +36,8 @@ pub(crate) async fn inbox_condition(
     filter: &InboxFilter,
     cursor: Cursor,
 ) -> Result<InboxCondition, MysqlError> {
-    let selected = plain_inbox_condition(filter, cursor);
+    let pairs = stored_pairs(conn, filter).await?;
+    let selected = plain_inbox_condition(filter, cursor, pairs.as_deref());
     let Some(text) = filter
         .body_contains
         .as_deref()
@@ -46,7 +47,7 @@ pub(crate) async fn inbox_condition(
     };
     let floor: Option<i64> = inbox::table
         .select(inbox::id)
-        .filter(plain_inbox_condition(filter, cursor))
+        .filter(plain_inbox_condition(filter, cursor, pairs.as_deref()))
         .order(inbox::id.desc())
         .offset(i64::from(BODY_SEARCH_WINDOW) - 1)
         .limit(1)
@@ -64,8 +65,69 @@ pub(crate) async fn inbox_condition(
     })
 }
 
-/// `filter`'s conditions other than the body search.
-fn plain_inbox_condition(filter: &InboxFilter, cursor: Cursor) -> InboxCondition {
+/// When `filter` names a delivery id without both its source and provider: the
+/// (source, provider) pairs the inbox holds (within the source or provider it does
+/// name), read by a loose index scan of the unique key (`SELECT DISTINCT`, a few
+/// seeks per pair), so that the delivery id is looked up in that key once per pair
+/// instead of scanning the table. `None` otherwise, and when there are more than
+/// [`MAX_PAIRS`] (the delivery id is then matched alone). A pair first stored after
+/// this read is not searched by this one call.
+async fn stored_pairs(
+    conn: &mut AsyncMysqlConnection,
+    filter: &InboxFilter,
+) -> Result<Option<Vec<(String, String)>>, MysqlError> {
+    if filter.delivery_id.is_none() || (filter.source.is_some() && filter.provider.is_some()) {
+        return Ok(None);
+    }
+    // raw SQL on purpose: diesel prepares it for this call alone. MariaDB 10.11 plans
+    // the loose index scan on a statement's first execution and scans the whole
+    // index when a cached prepared statement runs again (measured: 4 ms, then
+    // 300 to 600 ms over 1,000,000 rows)
+    let mut text = String::from("SELECT DISTINCT source, provider FROM hookbox_inbox");
+    let scope: Vec<&str> = [
+        filter.source.as_ref().map(|_| "source = ?"),
+        filter.provider.as_ref().map(|_| "provider = ?"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !scope.is_empty() {
+        text.push_str(" WHERE ");
+        text.push_str(&scope.join(" AND "));
+    }
+    let mut query = diesel::sql_query(text).into_boxed::<Mysql>();
+    for value in [&filter.source, &filter.provider].into_iter().flatten() {
+        query = query.bind::<Text, _>(value.clone());
+    }
+    let pairs: Vec<StoredPair> = query.load(conn).await.map_err(MysqlError::query)?;
+    // past that many, one statement of probes costs more than the scan it spares
+    Ok((pairs.len() <= MAX_PAIRS).then(|| {
+        pairs
+            .into_iter()
+            .map(|pair| (pair.source, pair.provider))
+            .collect()
+    }))
+}
+
+/// One (source, provider) pair of [`stored_pairs`].
+#[derive(QueryableByName)]
+struct StoredPair {
+    #[diesel(sql_type = Text)]
+    source: String,
+    #[diesel(sql_type = Text)]
+    provider: String,
+}
+
+/// The most (source, provider) pairs a delivery-id lookup probes one by one.
+const MAX_PAIRS: usize = 1_000;
+
+/// `filter`'s conditions other than the body search; a delivery id is looked up under
+/// each of `pairs` when given (see [`stored_pairs`]).
+fn plain_inbox_condition(
+    filter: &InboxFilter,
+    cursor: Cursor,
+    pairs: Option<&[(String, String)]>,
+) -> InboxCondition {
     let mut condition: InboxCondition = match filter.state {
         None => Box::new(diesel::dsl::sql::<Bool>("TRUE")),
         Some(DeliveryState::Pending) => {
@@ -97,7 +159,23 @@ fn plain_inbox_condition(filter: &InboxFilter, cursor: Cursor) -> InboxCondition
         condition = Box::new(condition.and(inbox::received_at.lt(before)));
     }
     if let Some(delivery_id) = &filter.delivery_id {
-        condition = Box::new(condition.and(inbox::delivery_id.eq(delivery_id.clone())));
+        let under = |(source, provider): &(String, String)| -> InboxCondition {
+            Box::new(
+                inbox::source
+                    .eq(source.clone())
+                    .and(inbox::provider.eq(provider.clone()))
+                    .and(inbox::delivery_id.eq(delivery_id.clone())),
+            )
+        };
+        // no constant seeds (`FALSE OR …`): MariaDB plans a re-executed statement
+        // around them with a scan
+        let lookup: InboxCondition = match pairs.and_then(|pairs| pairs.split_first()) {
+            None => Box::new(inbox::delivery_id.eq(delivery_id.clone())),
+            Some((first, rest)) => rest
+                .iter()
+                .fold(under(first), |any, pair| Box::new(any.or(under(pair)))),
+        };
+        condition = Box::new(condition.and(lookup));
     }
     if let (Cursor::Keep, Some(before_id)) = (cursor, filter.before_id) {
         condition = Box::new(condition.and(inbox::id.lt(before_id)));
