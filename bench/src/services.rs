@@ -10,7 +10,7 @@ use diesel_async::{
     AsyncConnection as _, AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl as _,
     SimpleAsyncConnection as _,
 };
-use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
+use hookbox_diesel_mysql::{MysqlOptions, MysqlStore, url_with_database};
 use hookbox_diesel_pg::{PgOptions, PgStore};
 use hookbox_redis_cache::redis;
 use hookbox_redis_cache::redis::aio::ConnectionManager;
@@ -172,20 +172,8 @@ impl MysqlDatabase {
     /// The URL naming this database on the server (the server's URL with its
     /// database replaced, its query kept).
     pub fn url(&self) -> String {
-        let (base, query) = match self.server.split_once('?') {
-            Some((base, query)) => (base, Some(query)),
-            None => (self.server.as_str(), None),
-        };
-        let host_start = base.find("://").map_or(0, |i| i + 3);
-        let host_end = base[host_start..]
-            .find('/')
-            .map_or(base.len(), |i| host_start + i);
-        let mut url = format!("{}/{}", &base[..host_end], self.name);
-        if let Some(query) = query {
-            url.push('?');
-            url.push_str(query);
-        }
-        url
+        url_with_database(&self.server, &self.name)
+            .expect("the MySQL server's URL is a mysql:// URL")
     }
 
     /// A store on the database, with `options` otherwise.

@@ -3,6 +3,7 @@
 //! ([`MysqlDatabase`]), with the skip-or-require rule for when they are missing.
 
 use hookbox_diesel_mysql::diesel_async::AsyncMysqlConnection;
+use hookbox_diesel_mysql::url_with_database;
 use hookbox_diesel_pg::diesel_async::{
     AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
 };
@@ -183,7 +184,7 @@ impl MysqlDatabase {
     /// Returns the server's URL with this database as its path (the query, such as
     /// `ssl-mode`, kept), for `HOOKBOX_STORE`.
     pub fn url(&self) -> String {
-        with_database(&self.base, &self.name)
+        url_with_database(&self.base, &self.name).expect("HOOKBOX_MYSQL_URL is a mysql:// URL")
     }
 }
 
@@ -208,51 +209,5 @@ impl Drop for MysqlDatabase {
             });
         })
         .join();
-    }
-}
-
-/// Returns `url` (`mysql://user@host:port/db?query`) with `database` as its path.
-fn with_database(url: &str, database: &str) -> String {
-    let (url, query) = url
-        .split_once('?')
-        .map_or((url, None), |(url, query)| (url, Some(query)));
-    let (scheme, rest) = url.split_once("://").unwrap_or(("mysql", url));
-    // the path starts at the first `/` after any credentials
-    let host_at = rest.rfind('@').map_or(0, |at| at + 1);
-    let authority = rest[host_at..]
-        .find('/')
-        .map_or(rest, |slash| &rest[..host_at + slash]);
-    let query = query.map(|q| format!("?{q}")).unwrap_or_default();
-    format!("{scheme}://{authority}/{database}{query}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn the_database_replaces_the_path_and_keeps_the_query() {
-        let cases = [
-            (
-                "mysql://root@127.0.0.1:3306/test",
-                "mysql://root@127.0.0.1:3306/hb",
-            ),
-            (
-                "mysql://root@127.0.0.1:3306",
-                "mysql://root@127.0.0.1:3306/hb",
-            ),
-            (
-                "mysql://root@127.0.0.1:3306/",
-                "mysql://root@127.0.0.1:3306/hb",
-            ),
-            (
-                "mysql://u:p%2Fw@db:3306/test?ssl-mode=DISABLED",
-                "mysql://u:p%2Fw@db:3306/hb?ssl-mode=DISABLED",
-            ),
-            ("mysql://u:a/b@db/test", "mysql://u:a/b@db/hb"),
-        ];
-        for (url, expected) in cases {
-            assert_eq!(with_database(url, "hb"), expected, "{url}");
-        }
     }
 }

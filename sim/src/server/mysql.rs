@@ -8,7 +8,9 @@ use hookbox_diesel_mysql::diesel::{self, QueryableByName, sql_types::Text};
 use hookbox_diesel_mysql::diesel_async::{
     AsyncMysqlConnection, RunQueryDsl as _, SimpleAsyncConnection as _,
 };
-use hookbox_diesel_mysql::{MysqlError, MysqlOptions, MysqlStore, PooledConnection};
+use hookbox_diesel_mysql::{
+    MysqlError, MysqlOptions, MysqlStore, PooledConnection, url_with_database,
+};
 
 use super::backend::{Backend, sim_conn};
 use crate::error::failed;
@@ -39,7 +41,10 @@ impl Backend for Mysql {
     type Pooled = PooledConnection;
 
     async fn store(url: &str, name: &str, connections: usize) -> io::Result<MysqlStore> {
-        connect(&with_database(url, name)?, connections).await
+        let url = url_with_database(url, name).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("not a URL: {url:?}"))
+        })?;
+        connect(&url, connections).await
     }
 
     async fn connection(store: &MysqlStore) -> io::Result<PooledConnection> {
@@ -111,50 +116,8 @@ async fn connect(url: &str, connections: usize) -> io::Result<MysqlStore> {
         .map_err(|e| failed("connecting to mysql", &e))
 }
 
-/// Returns `url` with its database (the URL's path) replaced by `database`, its
-/// user, host and parameters kept.
-fn with_database(url: &str, database: &str) -> io::Result<String> {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("not a URL: {url:?}"),
-        ));
-    };
-    // the authority ends at the path or the parameters (a `/` or `?` in a password
-    // is percent-encoded)
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let params = tail.find(['?', '#']).map_or("", |at| &tail[at..]);
-    Ok(format!("{scheme}://{authority}/{database}{params}"))
-}
-
 // SUM of a BIGINT is DECIMAL in MySQL: cast back
 sim_conn!(
     AsyncMysqlConnection,
     "SELECT CAST(SUM(credits) AS SIGNED) AS s FROM accounts"
 );
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn a_url_gets_the_database_and_keeps_the_rest() {
-        let cases = [
-            (
-                "mysql://root@127.0.0.1:3306/test",
-                "mysql://root@127.0.0.1:3306/sim",
-            ),
-            ("mysql://root@db", "mysql://root@db/sim"),
-            (
-                "mariadb://app:p%2Fw@db/app?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
-                "mariadb://app:p%2Fw@db/sim?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
-            ),
-        ];
-        for (url, want) in cases {
-            assert_eq!(with_database(url, "sim").unwrap(), want, "{url}");
-        }
-        assert!(with_database("not a url", "sim").is_err());
-    }
-}

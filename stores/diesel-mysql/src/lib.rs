@@ -243,6 +243,7 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
+mod url;
 mod watch;
 mod work;
 mod writer;
@@ -252,6 +253,7 @@ pub use options::{DEFAULT_GROUP_COMMIT_WRITERS, DEFAULT_WORKER_CONCURRENCY, Mysq
 pub use pool::PooledConnection;
 pub use store::MysqlStore;
 pub use tls::SslMode;
+pub use url::url_with_database;
 
 // the driver, re-exported so users build side effects with matching versions
 pub use diesel;
