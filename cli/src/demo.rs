@@ -15,8 +15,8 @@
 //!
 //! The parts: [`traffic`] (the seeded model), [`sender`] (the HTTP senders),
 //! [`ledger`] (the demo's tables and the worker's handler), [`receipts`] (the
-//! outbox, its relays and the sink), [`report`] (the table), [`failure`] (the error
-//! they share).
+//! outbox, its relays and the sink), [`report`] (the table), [`target`] (the store
+//! it runs on), [`failure`] (the error they share).
 #![allow(clippy::print_stdout)] // the table on stdout is the command's output
 
 mod failure;
@@ -24,29 +24,22 @@ mod ledger;
 mod receipts;
 mod report;
 mod sender;
+mod target;
 mod traffic;
 
 use std::io::IsTerminal as _;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hookbox_axum::{Webhook, axum};
-use hookbox_cli::store::Location;
 use hookbox_core::http::Uri;
 use hookbox_core::{
     InboxAdmin, Provider, Secrets, Signer, VerifyError, VerifyOptions, WorkerReport, error_chain,
     run_worker,
 };
-use hookbox_diesel_mysql::{MysqlOptions, MysqlStore};
-use hookbox_diesel_pg::diesel_async::{
-    AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
-};
-use hookbox_diesel_pg::{PgOptions, PgStore};
-use hookbox_sqlite::{SqliteOptions, SqliteStore};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -57,6 +50,7 @@ use failure::Failure;
 use ledger::{DemoConn, DemoStore};
 use report::Report;
 use sender::Sender;
+use target::{Target, run_mysql, run_postgres, run_sqlite};
 use traffic::Traffic;
 
 pub(crate) const AFTER_HELP: &str = "\
@@ -134,65 +128,6 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode, UsageError> {
     })
 }
 
-/// Where the demo's inbox lives.
-enum Target {
-    /// A file in a temporary directory, removed when dropped.
-    Temporary(TempDir),
-    /// A new SQLite file the user named, kept for `hookbox inbox` to look at.
-    File(PathBuf),
-    /// A Postgres server: the demo runs in a fresh schema and drops it.
-    Postgres(String),
-    /// A MySQL or MariaDB server: the demo runs in a fresh database and drops it.
-    Mysql(String),
-}
-
-impl Target {
-    fn from_arg(store: Option<&str>) -> Result<Self, UsageError> {
-        let Some(store) = store else {
-            return TempDir::new()
-                .map(Self::Temporary)
-                .map_err(|err| UsageError(format!("cannot create a temporary directory: {err}")));
-        };
-        let path = match Location::parse(store) {
-            Location::Postgres(url) => return Ok(Self::Postgres(url.to_string())),
-            Location::Mysql(url) => return Ok(Self::Mysql(url.to_string())),
-            Location::Sqlite(path) => path.to_path_buf(),
-        };
-        if path.exists() {
-            return Err(UsageError(format!(
-                "--store {}: the file exists; the demo needs a new one (or leave --store out for a temporary file)",
-                path.display()
-            )));
-        }
-        Ok(Self::File(path))
-    }
-}
-
-/// A directory of its own under the system's temp directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> std::io::Result<Self> {
-        let path = std::env::temp_dir().join(format!(
-            "hookbox-demo-{}-{:08x}",
-            std::process::id(),
-            fastrand::u32(..)
-        ));
-        std::fs::create_dir_all(&path)?;
-        Ok(Self(path))
-    }
-
-    fn db(&self) -> PathBuf {
-        self.0.join("hookbox.db")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The receiver's provider and the senders' signers: a genuine one, and one with
 /// the wrong secret for the forgeries.
 struct Keys {
@@ -259,78 +194,6 @@ async fn demo(args: &DemoArgs, target: &Target) -> Result<Report, Failure> {
         Target::Postgres(url) => run_postgres(url, setup).await,
         Target::Mysql(url) => run_mysql(url, setup).await,
     }
-}
-
-async fn run_sqlite(path: &Path, label: String, setup: Setup) -> Result<Report, Failure> {
-    let store = SqliteStore::open(path, SqliteOptions::default()).await?;
-    store.migrate().await?;
-    run_on(store, SQLITE_WORKERS, label, setup).await
-}
-
-/// Runs the demo in a fresh schema and drops it afterwards, pass or fail.
-async fn run_postgres(url: &str, setup: Setup) -> Result<Report, Failure> {
-    let schema = format!("hookbox_demo_{:016x}", fastrand::u64(..));
-    let mut admin = AsyncPgConnection::establish(url).await?;
-    admin
-        .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
-        .await?;
-    let label = format!("Postgres (schema {schema}, dropped afterwards)");
-    let outcome = async {
-        let options = PgOptions::new()
-            .with_schema(schema.clone())
-            .with_max_connections(16);
-        let store = PgStore::connect(url, options).await?;
-        store.migrate().await?;
-        run_on(store, POSTGRES_WORKERS, label, setup).await
-    }
-    .await;
-    let dropped = admin
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await;
-    let report = outcome?;
-    dropped?;
-    Ok(report)
-}
-
-/// Runs the demo in a fresh database on the URL's server and drops it afterwards,
-/// pass or fail. MySQL's schemas are its databases: the store's tables live in the
-/// URL's database, so the demo's URL names its own.
-async fn run_mysql(url: &str, setup: Setup) -> Result<Report, Failure> {
-    let database = format!("hookbox_demo_{:016x}", fastrand::u64(..));
-    let demo_url = with_database(url, &database)?;
-    // the admin connection through the store, so TLS follows the URL's `ssl-mode`
-    let admin = MysqlStore::connect(url, MysqlOptions::new().with_max_connections(1)).await?;
-    let mut conn = admin.connection().await?;
-    conn.batch_execute(&format!("CREATE DATABASE `{database}`"))
-        .await?;
-    let label = format!("MySQL (database {database}, dropped afterwards)");
-    let outcome = async {
-        let options = MysqlOptions::new().with_max_connections(16);
-        let store = MysqlStore::connect(&demo_url, options).await?;
-        store.migrate().await?;
-        run_on(store, MYSQL_WORKERS, label, setup).await
-    }
-    .await;
-    let dropped = conn
-        .batch_execute(&format!("DROP DATABASE IF EXISTS `{database}`"))
-        .await;
-    let report = outcome?;
-    dropped?;
-    Ok(report)
-}
-
-/// Returns `url` with its database (the URL's path) replaced by `database`, its
-/// user, host and parameters kept.
-fn with_database(url: &str, database: &str) -> Result<String, Failure> {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(format!("--store: not a URL: {url:?}").into());
-    };
-    // the authority ends at the path or the parameters (a `/` or `?` in a password
-    // is percent-encoded)
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let params = tail.find(['?', '#']).map_or("", |at| &tail[at..]);
-    Ok(format!("{scheme}://{authority}/{database}{params}"))
 }
 
 /// Runs the demo on a migrated store: receiver, workers, senders, drain, report.
@@ -569,38 +432,5 @@ impl Progress {
         self.sent.finish_and_clear();
         self.applied.finish_and_clear();
         let _ = self.bars.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn a_mysql_url_gets_the_demo_database_and_keeps_the_rest() {
-        let cases = [
-            (
-                "mysql://root@127.0.0.1:3306/test",
-                "mysql://root@127.0.0.1:3306/demo",
-            ),
-            ("mysql://root@db", "mysql://root@db/demo"),
-            ("mysql://root@db/", "mysql://root@db/demo"),
-            (
-                "mariadb://app:p%2Fw@db/app?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
-                "mariadb://app:p%2Fw@db/demo?ssl-mode=REQUIRED&ssl-ca=/ca.pem",
-            ),
-            (
-                "mysql://db?ssl-mode=DISABLED",
-                "mysql://db/demo?ssl-mode=DISABLED",
-            ),
-        ];
-        for (url, want) in cases {
-            assert_eq!(
-                with_database(url, "demo").ok().as_deref(),
-                Some(want),
-                "{url}"
-            );
-        }
-        assert!(with_database("not a url", "demo").is_err());
     }
 }
