@@ -4,9 +4,7 @@
 
 use hookbox_diesel_mysql::diesel_async::AsyncMysqlConnection;
 use hookbox_diesel_mysql::url_with_database;
-use hookbox_diesel_pg::diesel_async::{
-    AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _,
-};
+use hookbox_diesel_pg::diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 
 /// Returns `true` when a test must fail rather than skip without a service
 /// (`HOOKBOX_REQUIRE_SERVICES=1`, as in CI).
@@ -21,6 +19,41 @@ pub(crate) fn skip<T>(why: &str) -> Option<T> {
     assert!(!services_required(), "{why} and HOOKBOX_REQUIRE_SERVICES=1");
     println!("skipped: {why}");
     None
+}
+
+/// Returns the URL in `var` and a connection to it, or `None` after [`skip`] when
+/// `var` is unset or the server does not answer.
+async fn connect_to<C: AsyncConnection>(var: &str) -> Option<(String, C)> {
+    let Some(url) = std::env::var(var).ok().filter(|url| !url.is_empty()) else {
+        return skip(&format!("{var} not set"));
+    };
+    match C::establish(&url).await {
+        Ok(conn) => Some((url, conn)),
+        Err(err) => skip(&format!("{var} unreachable: {err}")),
+    }
+}
+
+/// Runs `statement` (a `DROP`) on a new connection to `url`, ignoring failures, from
+/// a `Drop` impl: on a runtime of its own on a thread of its own, since `drop`
+/// cannot await and may run inside the test's runtime.
+fn run_while_dropping<C: AsyncConnection + SimpleAsyncConnection + 'static>(
+    url: String,
+    statement: String,
+) {
+    let _ = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            if let Ok(mut conn) = C::establish(&url).await {
+                let _ = conn.batch_execute(&statement).await;
+            }
+        });
+    })
+    .join();
 }
 
 /// Returns `HOOKBOX_REDIS_URL` when a Redis server answers there.
@@ -70,16 +103,7 @@ impl PgSchema {
     /// When the service is missing and `HOOKBOX_REQUIRE_SERVICES=1`, or the schema
     /// cannot be created.
     pub async fn create() -> Option<Self> {
-        let Some(base) = std::env::var("HOOKBOX_PG_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
-            return skip("HOOKBOX_PG_URL not set");
-        };
-        let mut conn = match AsyncPgConnection::establish(&base).await {
-            Ok(conn) => conn,
-            Err(err) => return skip(&format!("HOOKBOX_PG_URL unreachable: {err}")),
-        };
+        let (base, mut conn) = connect_to::<AsyncPgConnection>("HOOKBOX_PG_URL").await?;
         let name = format!("hb_example_{:016x}", fastrand::u64(..));
         conn.batch_execute(&format!("CREATE SCHEMA {name}"))
             .await
@@ -100,25 +124,10 @@ impl PgSchema {
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        // a runtime of its own on a thread of its own: `drop` cannot await, and it may
-        // run inside the test's runtime
-        let (base, name) = (self.base.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async {
-                if let Ok(mut conn) = AsyncPgConnection::establish(&base).await {
-                    let _ = conn
-                        .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-                        .await;
-                }
-            });
-        })
-        .join();
+        run_while_dropping::<AsyncPgConnection>(
+            self.base.clone(),
+            format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
     }
 }
 
@@ -141,16 +150,7 @@ impl MysqlDatabase {
     /// When the service is missing and `HOOKBOX_REQUIRE_SERVICES=1`, or the database
     /// cannot be created.
     pub async fn create() -> Option<Self> {
-        let Some(base) = std::env::var("HOOKBOX_MYSQL_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-        else {
-            return skip("HOOKBOX_MYSQL_URL not set");
-        };
-        let mut conn = match AsyncMysqlConnection::establish(&base).await {
-            Ok(conn) => conn,
-            Err(err) => return skip(&format!("HOOKBOX_MYSQL_URL unreachable: {err}")),
-        };
+        let (base, mut conn) = connect_to::<AsyncMysqlConnection>("HOOKBOX_MYSQL_URL").await?;
         Some(Self::create_with(&mut conn, base).await)
     }
 
@@ -190,24 +190,9 @@ impl MysqlDatabase {
 
 impl Drop for MysqlDatabase {
     fn drop(&mut self) {
-        // a runtime of its own on a thread of its own: `drop` cannot await, and it may
-        // run inside the test's runtime
-        let (base, name) = (self.base.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async {
-                if let Ok(mut conn) = AsyncMysqlConnection::establish(&base).await {
-                    let _ = conn
-                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-                        .await;
-                }
-            });
-        })
-        .join();
+        run_while_dropping::<AsyncMysqlConnection>(
+            self.base.clone(),
+            format!("DROP DATABASE IF EXISTS {}", self.name),
+        );
     }
 }
